@@ -1,0 +1,232 @@
+// normalize on the CPU: one pass over the input with at::parallel_for; per statistics entry the coefficients
+// a = scale / std and b = -mean / std are computed once (math.h), and the inner loops are plain multiply-adds
+// over contiguous runs that the compiler vectorizes (compiled for AVX2+FMA and for baseline x86-64).
+#include <mutex>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <torch/library.h>
+
+#include "tensorops/cpu_isa.h"
+#include "tensorops/cpu_loop.h"
+#include "tensorops/math.h"
+#include "tensorops/normalize_host.h"
+
+namespace tensorops {
+namespace {
+
+using namespace normalize_host;
+
+// ---- inner loops, built for AVX2+FMA and for baseline x86-64 -------------------------------------------------
+TENSOROPS_BEGIN_AVX2
+namespace avx2 {
+#include "normalize_loops.h"
+}  // namespace avx2
+TENSOROPS_END_AVX2
+namespace base {
+#include "normalize_loops.h"
+}  // namespace base
+
+// ---- the pass over the data --------------------------------------------------------------------------------
+// Operands: 0 output (dense), 1 input, 2 coefficient index into A/B (0 on broadcast dims).
+template <typename in_t, typename out_t, typename acc_t>
+void normalize_pass(at::Tensor& out, const at::Tensor& in, const acc_t* A, const acc_t* B,
+                    c10::IntArrayRef coef_strides) {
+  Plan<3> p = make_plan<3>(out.sizes(), {out.strides(), in.strides(), coef_strides});
+  // Fold a short inner dimension with varying coefficients (C of NHWC) into the next one when both are walked
+  // contiguously: the kernel then sees long runs with a periodic coefficient pattern.
+  int64_t period = 0, period_stride = 0;
+  if (p.ndim >= 2 && p.strides[2][0] != 0 && p.sizes[0] <= 64 && p.strides[1][0] == 1 &&
+      p.strides[1][1] == p.sizes[0] && p.strides[0][1] == p.sizes[0] && p.strides[2][1] == 0) {
+    period = p.sizes[0];
+    period_stride = p.strides[2][0];
+    p.sizes[0] *= p.sizes[1];
+    for (int k = 0; k < 3; ++k) p.strides[k][0] = 1;
+    p.strides[2][0] = 0;
+    for (int d = 1; d + 1 < p.ndim; ++d) {
+      p.sizes[d] = p.sizes[d + 1];
+      for (int k = 0; k < 3; ++k) p.strides[k][d] = p.strides[k][d + 1];
+    }
+    p.ndim -= 1;
+  }
+  const in_t* x = in.const_data_ptr<in_t>();
+  out_t* y = out.mutable_data_ptr<out_t>();
+  const int64_t sx = p.strides[1][0], sc = p.strides[2][0];
+  cpu_for_each_segment(p, kCpuGrain, [&](const int64_t* off, int64_t n) {
+    const in_t* xs = x + off[1];
+    out_t* ys = y + off[0];  // the output's innermost stride is 1
+    if (period > 0) {
+      constexpr int64_t kPatternLen = 256;
+      acc_t pa[kPatternLen + 64], pb[kPatternLen + 64];
+      const int64_t len = std::max<int64_t>(1, kPatternLen / period) * period;
+      const int64_t phase = off[0] % period;
+      for (int64_t t = 0; t < len; ++t) {
+        const int64_t c = off[2] + ((phase + t) % period) * period_stride;
+        pa[t] = A[c];
+        pb[t] = B[c];
+      }
+      TENSOROPS_CPU_DISPATCH(affine_pattern<in_t, out_t, acc_t>)(xs, ys, n, pa, pb, len);
+    } else if (sc == 0 && sx == 1) {
+      TENSOROPS_CPU_DISPATCH(affine_contiguous<in_t, out_t, acc_t>)(xs, ys, n, A[off[2]], B[off[2]]);
+    } else {
+      base::affine_strided<in_t, out_t, acc_t>(xs, sx, ys, n, A + off[2], B + off[2], sc);
+    }
+  });
+}
+
+#define TENSOROPS_DISPATCH_NORMALIZE_TYPES(IN, OUT, ...)                                                   \
+  AT_DISPATCH_SWITCH(IN, "normalize", AT_DISPATCH_CASE(at::kByte, [&] {                                  \
+                       using in_t = scalar_t;                                                            \
+                       AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, OUT, "normalize_out", [&] { \
+                         using out_t = scalar_t;                                                         \
+                         __VA_ARGS__();                                                                  \
+                       });                                                                               \
+                     }) AT_DISPATCH_CASE_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, [&] {             \
+                       using in_t = scalar_t;                                                            \
+                       AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, OUT, "normalize_out", [&] { \
+                         using out_t = scalar_t;                                                         \
+                         __VA_ARGS__();                                                                  \
+                       });                                                                               \
+                     }))
+
+template <typename acc_t>
+void run(at::Tensor& out, const at::Tensor& input, const std::vector<acc_t>& A, const std::vector<acc_t>& B,
+         c10::IntArrayRef coef_strides) {
+  TENSOROPS_DISPATCH_NORMALIZE_TYPES(input.scalar_type(), out.scalar_type(), [&] {
+    normalize_pass<in_t, out_t, acc_t>(out, input, A.data(), B.data(), coef_strides);
+  });
+}
+
+// ---- ops ---------------------------------------------------------------------------------------------------
+at::Tensor normalize_cpu(const at::Tensor& input, c10::ArrayRef<double> mean, c10::ArrayRef<double> std,
+                         int64_t dim, double scale, at::ScalarType dtype, at::MemoryFormat memory_format) {
+  check_input(input, dtype);
+  int64_t channels = 0;
+  const auto coef_strides = list_stat_strides(input, mean, std, dim, channels);
+  at::Tensor out = make_output(input, dtype, memory_format);
+  if (out.numel() == 0) return out;
+  AT_DISPATCH_FLOATING_TYPES(acc_dtype(dtype), "normalize_coefs", [&] {
+    std::vector<scalar_t> A(channels), B(channels);
+    for (int64_t c = 0; c < channels; ++c) {
+      const scalar_t m = mean[mean.size() == 1 ? 0 : c], s = std[std.size() == 1 ? 0 : c];
+      A[c] = math::normalize_coef_a<scalar_t>(scale, s);
+      B[c] = math::normalize_coef_b<scalar_t>(m, s);
+    }
+    run<scalar_t>(out, input, A, B, coef_strides);
+  });
+  return out;
+}
+
+// Statistics tensors broadcast to a common shape, as contiguous acc_t buffers.
+template <typename acc_t>
+void stat_buffers(const at::Tensor& mean, const at::Tensor& std, c10::IntArrayRef shape, at::Tensor& m,
+                  at::Tensor& s) {
+  const auto acc = c10::CppTypeToScalarType<acc_t>::value;
+  m = mean.to(acc).expand(shape).contiguous();
+  s = std.to(acc).expand(shape).contiguous();
+}
+
+at::Tensor normalize_tensor_cpu(const at::Tensor& input, const at::Tensor& mean, const at::Tensor& std,
+                                double scale, at::ScalarType dtype, at::MemoryFormat memory_format) {
+  check_input(input, dtype);
+  const auto shape = tensor_stat_shape(input, mean, std);
+  at::Tensor out = make_output(input, dtype, memory_format);
+  if (out.numel() == 0) return out;
+  AT_DISPATCH_FLOATING_TYPES(acc_dtype(dtype), "normalize_coefs", [&] {
+    at::Tensor m, s;
+    stat_buffers<scalar_t>(mean, std, shape, m, s);
+    const int64_t K = m.numel();
+    const scalar_t* mp = m.const_data_ptr<scalar_t>();
+    const scalar_t* sp = s.const_data_ptr<scalar_t>();
+    std::vector<scalar_t> A(K), B(K);
+    for (int64_t k = 0; k < K; ++k) {
+      A[k] = math::normalize_coef_a<scalar_t>(scale, sp[k]);
+      B[k] = math::normalize_coef_b<scalar_t>(mp[k], sp[k]);
+    }
+    run<scalar_t>(out, input, A, B, broadcast_strides(shape));
+  });
+  return out;
+}
+
+// One pass over grad and input: grad_input = grad * a, and per statistics entry the sums of grad and
+// grad * y (y recomputed) in per-thread buffers, reduced at the end.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> normalize_tensor_backward_cpu(
+    const at::Tensor& grad, const at::Tensor& input, const at::Tensor& mean, const at::Tensor& std, double scale,
+    std::array<bool, 3> mask) {
+  TENSOROPS_CHECK_VALUE(grad.sizes() == input.sizes(), "grad", "has shape ", grad.sizes(), " but input has ",
+                        input.sizes());
+  const auto acc = acc_dtype(grad.scalar_type());
+  check_input(input, acc);
+  const auto shape = tensor_stat_shape(input, mean, std);
+  at::Tensor grad_input = mask[0] ? at::empty_like(input) : at::empty({0}, input.options());
+  at::Tensor grad_mean = at::zeros(shape, input.options().dtype(acc));
+  at::Tensor grad_std = at::zeros(shape, input.options().dtype(acc));
+  if (input.numel() == 0) return {grad_input, grad_mean, grad_std};
+  const bool stats = mask[1] || mask[2];
+  // operand 0 is a dense layout to walk (grad_input's when it is written), 1 grad, 2 input, 3 stat entry
+  const at::Tensor dense = mask[0] ? grad_input : at::empty_like(input, input.options().device(at::kMeta));
+  const auto stat_strides = broadcast_strides(shape);
+  const Plan<4> p = make_plan<4>(input.sizes(), {dense.strides(), grad.strides(), input.strides(), stat_strides});
+  AT_DISPATCH_FLOATING_TYPES(acc, "normalize_backward", [&] {
+    using acc_t = scalar_t;
+    at::Tensor m, s;
+    stat_buffers<acc_t>(mean, std, shape, m, s);
+    const int64_t K = m.numel();
+    const acc_t* mp = m.const_data_ptr<acc_t>();
+    const acc_t* sp = s.const_data_ptr<acc_t>();
+    std::vector<acc_t> A(K), B(K);
+    for (int64_t k = 0; k < K; ++k) {
+      A[k] = math::normalize_coef_a<acc_t>(scale, sp[k]);
+      B[k] = math::normalize_coef_b<acc_t>(mp[k], sp[k]);
+    }
+    const int nthreads = at::get_num_threads();
+    std::vector<acc_t> sums(stats ? static_cast<size_t>(nthreads) * 2 * K : 0, acc_t(0));
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(), "normalize_backward_grad", [&] {
+      using g_t = scalar_t;
+      const g_t* g = grad.const_data_ptr<g_t>();
+      AT_DISPATCH_FLOATING_TYPES_AND3(at::kByte, at::kHalf, at::kBFloat16, input.scalar_type(), "normalize_backward_input", [&] {
+        using in_t = scalar_t;
+        const in_t* x = input.const_data_ptr<in_t>();
+        in_t* gi = mask[0] ? grad_input.mutable_data_ptr<in_t>() : nullptr;
+        cpu_for_each_segment(p, kCpuGrain, [&](const int64_t* off, int64_t n) {
+          acc_t* sg = stats ? sums.data() + static_cast<size_t>(at::get_thread_num()) * 2 * K : nullptr;
+          for (int64_t t = 0; t < n; ++t) {
+            const int64_t k = off[3] + t * p.strides[3][0];
+            const acc_t gv = static_cast<acc_t>(g[off[1] + t * p.strides[1][0]]);
+            if (gi) gi[off[0] + t] = static_cast<in_t>(gv * A[k]);
+            if (sg) {
+              const acc_t y = math::normalize_apply(static_cast<acc_t>(x[off[2] + t * p.strides[2][0]]), A[k], B[k]);
+              sg[k] += gv;
+              sg[K + k] += gv * y;
+            }
+          }
+        });
+      });
+    });
+    if (stats) {
+      acc_t* gm = grad_mean.mutable_data_ptr<acc_t>();
+      acc_t* gs = grad_std.mutable_data_ptr<acc_t>();
+      for (int64_t k = 0; k < K; ++k) {
+        acc_t sum_g = 0, sum_gy = 0;
+        for (int th = 0; th < nthreads; ++th) {
+          sum_g += sums[static_cast<size_t>(th) * 2 * K + k];
+          sum_gy += sums[static_cast<size_t>(th) * 2 * K + K + k];
+        }
+        gm[k] = math::normalize_grad_mean(sum_g, sp[k]);
+        gs[k] = math::normalize_grad_std(sum_gy, sp[k]);
+      }
+    }
+  });
+  return {grad_input, grad_mean, grad_std};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(tensorops, CPU, m) {
+  m.impl("normalize", &normalize_cpu);
+  m.impl("normalize_tensor", &normalize_tensor_cpu);
+  m.impl("normalize_tensor_backward", &normalize_tensor_backward_cpu);
+}
+
+}  // namespace tensorops

@@ -1,0 +1,29 @@
+// normalize's CPU inner loops. Included twice by normalize.cpp (AVX2+FMA and baseline builds, see
+// tensorops/cpu_isa.h), so no #pragma once and no includes: the names resolve in the including namespace.
+// NOLINTBEGIN
+template <typename in_t, typename out_t, typename acc_t>
+void affine_contiguous(const in_t* __restrict x, out_t* __restrict y, int64_t n, acc_t a,
+                                            acc_t b) {
+  for (int64_t t = 0; t < n; ++t) y[t] = math::cast_out<out_t>(math::normalize_apply(static_cast<acc_t>(x[t]), a, b));
+}
+
+// Coefficients that repeat with a short period (channels-last input, channel dim innermost): `pa`/`pb` hold
+// the pattern unrolled to a multiple of the period, so the loop is again a plain vectorizable multiply-add.
+template <typename in_t, typename out_t, typename acc_t>
+void affine_pattern(const in_t* __restrict x, out_t* __restrict y, int64_t n,
+                                         const acc_t* __restrict pa, const acc_t* __restrict pb, int64_t len) {
+  for (int64_t start = 0; start < n; start += len) {
+    const int64_t m = std::min(len, n - start);
+    const in_t* __restrict xs = x + start;
+    out_t* __restrict ys = y + start;
+    for (int64_t t = 0; t < m; ++t) ys[t] = math::cast_out<out_t>(math::normalize_apply(static_cast<acc_t>(xs[t]), pa[t], pb[t]));
+  }
+}
+
+template <typename in_t, typename out_t, typename acc_t>
+void affine_strided(const in_t* x, int64_t sx, out_t* y, int64_t n, const acc_t* a, const acc_t* b, int64_t sc) {
+  for (int64_t t = 0; t < n; ++t)
+    y[t] = math::cast_out<out_t>(math::normalize_apply(static_cast<acc_t>(x[t * sx]), a[t * sc], b[t * sc]));
+}
+
+// NOLINTEND

@@ -1,0 +1,97 @@
+// A strided iteration plan shared by the CPU and CUDA launchers of elementwise ops.
+//
+// Operand 0 is the output, which is always dense (non-overlapping, no gaps). The plan orders the dimensions by
+// the output's strides (innermost first), drops size-1 dimensions and merges neighbours that every operand
+// walks contiguously. The output's offset is then the linear index itself, and every other operand's offset is
+// a sum of index * stride over at most kMaxPlanDims dimensions. Broadcast operands have stride 0.
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
+#include <c10/util/ArrayRef.h>
+#include <c10/util/Exception.h>
+
+#include "tensorops/macros.h"
+
+namespace tensorops {
+
+constexpr int kMaxPlanDims = 16;
+
+template <int N>
+struct Plan {
+  int ndim = 1;
+  int64_t numel = 0;
+  int64_t sizes[kMaxPlanDims] = {};       // innermost first
+  int64_t strides[N][kMaxPlanDims] = {};  // in elements, strides[0] belongs to the output
+
+  // Offsets of every operand for a linear index (the output's offset is the index itself).
+  template <typename index_t>
+  TENSOROPS_HD void offsets(index_t linear, index_t (&off)[N]) const {
+TENSOROPS_UNROLL
+    for (int k = 0; k < N; ++k) off[k] = 0;
+    for (int d = 0; d < ndim; ++d) {
+      const index_t size = static_cast<index_t>(sizes[d]);
+      const index_t q = linear / size;
+      const index_t i = linear - q * size;
+      linear = q;
+TENSOROPS_UNROLL
+      for (int k = 0; k < N; ++k) off[k] += i * static_cast<index_t>(strides[k][d]);
+    }
+  }
+
+  // Largest offset (in elements) any operand reaches, to pick 32- or 64-bit index math.
+  int64_t max_offset() const {
+    int64_t best = numel;
+    for (int k = 0; k < N; ++k) {
+      int64_t m = 0;
+      for (int d = 0; d < ndim; ++d) m += (sizes[d] - 1) * std::abs(strides[k][d]);
+      best = std::max(best, m);
+    }
+    return best;
+  }
+};
+
+// `strides[k]` are operand k's strides, already broadcast to `sizes` (stride 0 on broadcast dims).
+template <int N>
+Plan<N> make_plan(c10::IntArrayRef sizes, const std::array<c10::IntArrayRef, N>& strides) {
+  Plan<N> p;
+  const int64_t ndim = static_cast<int64_t>(sizes.size());
+  p.numel = 1;
+  for (auto s : sizes) p.numel *= s;
+  // Dimensions that matter, ordered innermost first by the output's stride (ties: the later dim is inner).
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < ndim; ++d)
+    if (sizes[d] != 1) dims.push_back(d);
+  std::stable_sort(dims.begin(), dims.end(), [&](int64_t a, int64_t b) {
+    const int64_t sa = strides[0][a], sb = strides[0][b];
+    return sa != sb ? sa < sb : a > b;
+  });
+  p.ndim = 0;
+  for (int64_t d : dims) {
+    if (p.ndim > 0) {
+      const int cur = p.ndim - 1;
+      bool mergeable = true;
+      for (int k = 0; k < N; ++k)
+        mergeable = mergeable && strides[k][d] == p.strides[k][cur] * p.sizes[cur];
+      if (mergeable) {
+        p.sizes[cur] *= sizes[d];
+        continue;
+      }
+    }
+    TORCH_CHECK(p.ndim < kMaxPlanDims, "tensorops: input: more than ", kMaxPlanDims,
+                " dimensions that cannot be merged are not supported");
+    for (int k = 0; k < N; ++k) p.strides[k][p.ndim] = strides[k][d];
+    p.sizes[p.ndim++] = sizes[d];
+  }
+  if (p.ndim == 0) {  // every dim has size 1: one element
+    p.ndim = 1;
+    p.sizes[0] = 1;
+    for (int k = 0; k < N; ++k) p.strides[k][0] = 0;
+  }
+  return p;
+}
+
+}  // namespace tensorops

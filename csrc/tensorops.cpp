@@ -1,0 +1,48 @@
+// tensorops' table of contents: every op schema, in one TORCH_LIBRARY block. Kernels register next to their
+// code with TORCH_LIBRARY_IMPL (csrc/cpu/*.cpp, csrc/cuda/*.cu); fake kernels and autograd formulas are
+// registered from Python (tensorops/*.py). This file also makes tensorops._C an importable Python module
+// whose only function reports how the extension was built.
+#include <Python.h>
+#include <torch/library.h>
+
+TORCH_LIBRARY(tensorops, m) {
+  // ----- normalize (tensorops/normalize.py) -----------------------------------------------------------------
+  // (input * scale - mean) / std with per-channel statistics given as numbers, laid along `dim`
+  // (mean/std have 1 or C values). No statistics tensor is created, so no host-to-device copy happens.
+  m.def(
+      "normalize(Tensor input, float[] mean, float[] std, int dim, float scale, ScalarType dtype, "
+      "MemoryFormat memory_format) -> Tensor");
+  // The same with statistics tensors of input's rank that broadcast to input's shape (e.g. (N, C, 1, 1)).
+  m.def(
+      "normalize_tensor(Tensor input, Tensor mean, Tensor std, float scale, ScalarType dtype, "
+      "MemoryFormat memory_format) -> Tensor");
+  // Gradients of normalize_tensor: (grad_input, grad_mean, grad_std). The statistics' gradients come in the
+  // broadcast shape of mean and std and in the accumulation dtype; Python sums them to each one's shape.
+  m.def(
+      "normalize_tensor_backward(Tensor grad, Tensor input, Tensor mean, Tensor std, float scale, "
+      "bool[3] output_mask) -> (Tensor, Tensor, Tensor)");
+}
+
+// ----- build information ----------------------------------------------------------------------------------
+namespace {
+
+PyObject* build_info(PyObject*, PyObject*) {
+#ifdef TENSOROPS_WITH_CUDA
+  PyObject* cuda = Py_True;
+#else
+  PyObject* cuda = Py_False;
+#endif
+  return Py_BuildValue("{s:s,s:s,s:O,s:s}", "version", TENSOROPS_VERSION, "torch", TENSOROPS_TORCH_VERSION,
+                       "cuda", cuda, "cuda_archs", TENSOROPS_CUDA_ARCHS);
+}
+
+PyMethodDef methods[] = {
+    {"build_info", build_info, METH_NOARGS, "How this extension was built."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", "tensorops' compiled kernels", -1, methods};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) PyObject* PyInit__C() { return PyModule_Create(&module_def); }

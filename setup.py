@@ -1,0 +1,145 @@
+"""Build script for tensorops' compiled extension (tensorops._C).
+
+What it decides, and why (it prints every decision):
+* CUDA kernels are compiled when torch is a CUDA build and a CUDA toolkit is found. No GPU is needed and no
+  device is queried: the target architectures come from TORCH_CUDA_ARCH_LIST or a fixed default list.
+* The toolkit is looked up in CUDA_HOME / CUDA_PATH first, then through the `nvcc` on PATH (asking nvcc where
+  its own toolkit lives, so a wrapper script outside the toolkit is fine), then in the usual install prefixes.
+* FORCE_CUDA=1 makes a missing toolkit an error, FORCE_CUDA=0 builds the CPU kernels only.
+* DEBUG=1 builds with -O0 -g; MAX_JOBS is honoured by torch's ninja build.
+"""
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+from setuptools import find_packages, setup
+
+NAME = "tensorops"
+VERSION = "0.1.0"
+HERE = os.path.dirname(os.path.abspath(__file__))
+# Architectures compiled when TORCH_CUDA_ARCH_LIST is unset: every data-centre and consumer generation that
+# CUDA 12/13 still supports, plus PTX for the newest so future GPUs JIT-compile it.
+DEFAULT_CUDA_ARCHS = "7.5;8.0;8.6;8.9;9.0;10.0;12.0+PTX"
+
+
+def log(msg: str) -> None:
+    print(f"[tensorops setup] {msg}", flush=True)
+
+
+def _is_toolkit(path: str) -> bool:
+    return bool(path) and os.path.isfile(os.path.join(path, "bin", "nvcc")) and os.path.isfile(
+        os.path.join(path, "include", "cuda_runtime.h")
+    )
+
+
+def _nvcc_reported_home(nvcc: str):
+    """Ask nvcc for its own install root: `--dryrun` prints `#$ TOP=<toolkit>/bin/..`."""
+    try:
+        out = subprocess.run(
+            [nvcc, "--dryrun", "-x", "cu", "-c", os.devnull, "-o", os.devnull],
+            capture_output=True, text=True, timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"^#\$ TOP=(.+)$", out.stdout + out.stderr, re.MULTILINE)
+    return os.path.realpath(m.group(1).strip()) if m else None
+
+
+def find_cuda_home():
+    """Return (path, how) for the real CUDA toolkit, or (None, reason)."""
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        path = os.environ.get(var)
+        if path:
+            if _is_toolkit(path):
+                return path, f"${var}"
+            log(f"warning: ${var}={path} has no bin/nvcc and include/cuda_runtime.h; looking elsewhere")
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        for path, how in (
+            (os.path.dirname(os.path.dirname(os.path.realpath(nvcc))), f"nvcc on PATH ({nvcc})"),
+            (_nvcc_reported_home(nvcc), f"nvcc on PATH ({nvcc}) reports it"),
+        ):
+            if path and _is_toolkit(path):
+                return path, how
+    for path in ["/usr/local/cuda", *sorted(glob.glob("/usr/local/cuda-*"), reverse=True), "/opt/cuda"]:
+        if _is_toolkit(path):
+            return os.path.realpath(path), "standard install prefix"
+    return None, "no nvcc on PATH, no CUDA_HOME, nothing under /usr/local/cuda*"
+
+
+def main() -> None:
+    import torch  # the build needs the torch that will import the extension (pip install --no-build-isolation)
+
+    force = os.environ.get("FORCE_CUDA", "").strip()
+    debug = os.environ.get("DEBUG", "0") not in ("", "0")
+    with_cuda = False
+    cuda_home, how = None, ""
+    if force == "0":
+        log("FORCE_CUDA=0: building CPU kernels only")
+    elif torch.version.cuda is None:
+        if force == "1":
+            sys.exit("[tensorops setup] FORCE_CUDA=1 but the installed torch is a CPU-only build")
+        log(f"torch {torch.__version__} is a CPU-only build: building CPU kernels only")
+    else:
+        cuda_home, how = find_cuda_home()
+        if cuda_home is None:
+            if force == "1":
+                sys.exit(f"[tensorops setup] FORCE_CUDA=1 but no CUDA toolkit was found ({how})")
+            log(f"no CUDA toolkit found ({how}): building CPU kernels only")
+        else:
+            with_cuda = True
+            # torch.utils.cpp_extension reads CUDA_HOME when it is imported, so set it first.
+            os.environ["CUDA_HOME"] = cuda_home
+            os.environ["PATH"] = os.path.join(cuda_home, "bin") + os.pathsep + os.environ.get("PATH", "")
+            if not os.environ.get("TORCH_CUDA_ARCH_LIST"):
+                os.environ["TORCH_CUDA_ARCH_LIST"] = DEFAULT_CUDA_ARCHS
+            log(f"CUDA toolkit: {cuda_home} (found via {how}); torch CUDA {torch.version.cuda}")
+            log(f"CUDA archs: {os.environ['TORCH_CUDA_ARCH_LIST']}")
+
+    from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
+
+    cxx = ["-O0", "-g"] if debug else ["-O3"]
+    cxx += ["-fvisibility=hidden"]  # torch adds the -std= its headers need
+    nvcc = ["-O0", "-g", "-lineinfo"] if debug else ["-O3", "-lineinfo"]
+    nvcc += ["--expt-relaxed-constexpr"]
+    archs = os.environ.get("TORCH_CUDA_ARCH_LIST", "") if with_cuda else ""
+    macros = [
+        ("TENSOROPS_VERSION", f'"{VERSION}"'),
+        ("TENSOROPS_TORCH_VERSION", f'"{torch.__version__}"'),
+        ("TENSOROPS_CUDA_ARCHS", f'"{archs}"'),
+    ]
+    sources = sorted(glob.glob("csrc/*.cpp") + glob.glob("csrc/cpu/*.cpp"))
+    include_dirs = [os.path.join(HERE, "csrc", "include")]
+    if with_cuda:
+        sources += sorted(glob.glob("csrc/cuda/*.cu"))
+        macros.append(("TENSOROPS_WITH_CUDA", "1"))
+        ext = CUDAExtension(
+            f"{NAME}._C", sources, include_dirs=include_dirs, define_macros=macros,
+            extra_compile_args={"cxx": cxx, "nvcc": nvcc},
+        )
+    else:
+        ext = CppExtension(
+            f"{NAME}._C", sources, include_dirs=include_dirs, define_macros=macros,
+            extra_compile_args={"cxx": cxx},
+        )
+    log(f"building {len(sources)} sources ({'CPU + CUDA' if with_cuda else 'CPU only'}, "
+        f"{'debug' if debug else 'release'}) against torch {torch.__version__}")
+
+    setup(
+        name=NAME,
+        version=VERSION,
+        description="Fused PyTorch preprocessing kernels: normalize, clamp, cat/split (CPU and CUDA)",
+        packages=find_packages(include=["tensorops", "tensorops.*"]),
+        ext_modules=[ext],
+        cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
+        python_requires=">=3.10",
+        install_requires=["torch>=2.4", "numpy"],
+        zip_safe=False,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,6 @@
+"""tensorops: fused PyTorch preprocessing kernels (CPU and CUDA) that are drop-in replacements for native ops."""
+from tensorops._extension import __version__, build_info, is_compiled
+from tensorops.modules import Normalize
+from tensorops.normalize import normalize
+
+__all__ = ["__version__", "build_info", "is_compiled", "normalize", "Normalize"]

@@ -1,0 +1,70 @@
+"""nn.Module front doors for transform pipelines and models."""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+import torch
+from torch import nn
+
+from tensorops.normalize import normalize
+
+__all__ = ["Normalize"]
+
+
+class Normalize(nn.Module):
+    """``tensorops.normalize`` as a module: ``(x * scale - mean) / std`` in one pass.
+
+    The statistics are float32 buffers (so ``.to(device)`` moves them and ``state_dict`` round-trips), laid along
+    ``dim`` when given as C numbers.
+
+    Example:
+        >>> norm = tensorops.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+        >>> norm(torch.zeros(2, 3, 8, 8, dtype=torch.uint8)).dtype
+        torch.float32
+    """
+
+    mean: torch.Tensor
+    std: torch.Tensor
+
+    def __init__(
+        self,
+        mean: Union[float, Sequence[float], torch.Tensor],
+        std: Union[float, Sequence[float], torch.Tensor],
+        *,
+        dim: int = -3,
+        dtype: Optional[torch.dtype] = None,
+        scale: Optional[float] = None,
+    ) -> None:
+        super().__init__()
+        mean_t = torch.as_tensor(mean, dtype=torch.float32).detach().clone()
+        std_t = torch.as_tensor(std, dtype=torch.float32).detach().clone()
+        if mean_t.dim() > 1 or std_t.dim() > 1:
+            raise ValueError("Normalize: mean and std must be numbers or 1-D sequences of C values")
+        if torch.any(std_t == 0):
+            raise ValueError(f"Normalize: std has a zero value: {std_t.tolist()}")
+        if not (torch.isfinite(mean_t).all() and torch.isfinite(std_t).all()):
+            raise ValueError("Normalize: mean and std must be finite")
+        self.register_buffer("mean", mean_t.reshape(-1))
+        self.register_buffer("std", std_t.reshape(-1))
+        self._refresh_values()
+        self.dim = dim
+        self.dtype = dtype
+        self.scale = scale
+
+    def _refresh_values(self) -> None:
+        # the statistics as Python numbers, used while the buffers live on the CPU: then a CUDA input costs no
+        # host-to-device copy, and torch.compile sees constants
+        self._mean_values = self.mean.tolist()
+        self._std_values = self.std.tolist()
+
+    def _load_from_state_dict(self, *args, **kwargs):  # type: ignore[override]
+        super()._load_from_state_dict(*args, **kwargs)
+        self._refresh_values()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.mean.device.type == "cpu":
+            return normalize(x, self._mean_values, self._std_values, dim=self.dim, dtype=self.dtype, scale=self.scale)
+        return normalize(x, self.mean, self.std, dim=self.dim, dtype=self.dtype, scale=self.scale)
+
+    def extra_repr(self) -> str:
+        return f"mean={self.mean.tolist()}, std={self.std.tolist()}, dim={self.dim}, dtype={self.dtype}, scale={self.scale}"

@@ -1,0 +1,43 @@
+"""Shared test fixtures: device parametrization and the marks that skip CUDA cases without a GPU."""
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+import tensorops
+
+HAS_CUDA = torch.cuda.is_available()
+requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU (none visible to torch)")
+requires_compiled = pytest.mark.skipif(
+    not tensorops.is_compiled(),
+    reason=f"needs the compiled extension ({tensorops.build_info().get('error')})",
+)
+requires_cuda_kernels = pytest.mark.skipif(
+    not (HAS_CUDA and tensorops.build_info()["cuda"]), reason="needs a GPU and tensorops built with CUDA kernels"
+)
+
+DEVICES = ["cpu", pytest.param("cuda", marks=requires_cuda_kernels)]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request) -> str:
+    return request.param
+
+
+def pytest_report_header(config):
+    info = tensorops.build_info()
+    return [
+        f"tensorops {info['version']}: compiled={info['compiled']} cuda_kernels={info['cuda']} "
+        f"archs={info['cuda_archs']!r} built_with_torch={info['torch']} running_torch={torch.__version__} "
+        f"gpu={'yes' if HAS_CUDA else 'no'} disable_env={os.environ.get('TENSOROPS_DISABLE_EXTENSION', '0')}"
+    ]
+
+
+def kernel_ran(fn, *args, **kwargs):
+    """Run fn under the profiler and return (result, names of tensorops::* ops that ran)."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        out = fn(*args, **kwargs)
+    names = {e.name for e in prof.events() if e.name.startswith("tensorops::")}
+    return out, names
