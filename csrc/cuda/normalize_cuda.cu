@@ -1,0 +1,299 @@
+// normalize on CUDA: one launch per call. Each thread handles kVec consecutive output elements (the output is
+// dense, so its offset is the linear index); when the input is walked in the same order and both pointers are
+// aligned, it does one vector load and one vector store. Statistics given as numbers travel by value in the
+// kernel arguments (no host-to-device copy); statistics tensors are read through their broadcast strides.
+// The arithmetic is math.h's, the same functions the CPU kernel calls.
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <torch/library.h>
+
+#include "tensorops/cuda_utils.cuh"
+#include "tensorops/math.h"
+#include "tensorops/normalize_host.h"
+
+namespace tensorops {
+namespace {
+
+using namespace normalize_host;
+using cuda::kThreads;
+using cuda::kVec;
+using cuda::Vec;
+
+constexpr int64_t kMaxByValue = 64;  // channels passed in the kernel arguments
+
+template <typename acc_t>
+struct Coefs {
+  acc_t a[kMaxByValue];
+  acc_t b[kMaxByValue];
+};
+
+// Operands of the plan: 0 output, 1 input, 2 mean (or the channel index for by-value coefficients), 3 std.
+template <typename in_t, typename out_t, typename acc_t, typename index_t, bool kTensorStats>
+__global__ void normalize_kernel(const Plan<4> plan, const in_t* __restrict__ in, out_t* __restrict__ out,
+                                 const Coefs<acc_t> coefs, const acc_t* __restrict__ mean,
+                                 const acc_t* __restrict__ std, const acc_t scale, const bool vectorized,
+                                 const bool coefs_per_vec) {
+  const index_t numel = static_cast<index_t>(plan.numel);
+  const index_t step = static_cast<index_t>(gridDim.x) * blockDim.x * kVec;
+  for (index_t base = (static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec; base < numel;
+       base += step) {
+    acc_t a[kVec], b[kVec];
+    in_t x[kVec];
+    const bool full = base + kVec <= numel;
+    TENSOROPS_UNROLL
+    for (int j = 0; j < kVec; ++j) {
+      if (!full && base + j >= numel) break;
+      index_t off[4];
+      if (j == 0 || !coefs_per_vec) {
+        plan.offsets<index_t>(base + j, off);
+        if constexpr (kTensorStats) {
+          const acc_t s = std[off[3]];
+          a[j] = math::normalize_coef_a<acc_t>(scale, s);
+          b[j] = math::normalize_coef_b<acc_t>(mean[off[2]], s);
+        } else {
+          a[j] = coefs.a[off[2]];
+          b[j] = coefs.b[off[2]];
+        }
+        if (!vectorized) x[j] = in[off[1]];
+      } else {
+        a[j] = a[0];
+        b[j] = b[0];
+        if (!vectorized) {
+          plan.offsets<index_t>(base + j, off);
+          x[j] = in[off[1]];
+        }
+      }
+    }
+    if (vectorized && full) {
+      const auto xv = *reinterpret_cast<const Vec<in_t, kVec>*>(in + base);
+      Vec<out_t, kVec> yv;
+      TENSOROPS_UNROLL
+      for (int j = 0; j < kVec; ++j)
+        yv.v[j] = static_cast<out_t>(math::normalize_apply(static_cast<acc_t>(xv.v[j]), a[j], b[j]));
+      *reinterpret_cast<Vec<out_t, kVec>*>(out + base) = yv;
+    } else {
+      for (int j = 0; j < kVec && base + j < numel; ++j) {
+        const in_t xj = vectorized ? in[base + j] : x[j];
+        out[base + j] = static_cast<out_t>(math::normalize_apply(static_cast<acc_t>(xj), a[j], b[j]));
+      }
+    }
+  }
+}
+
+// Launch for any (input, output) dtype pair; `stats` is either by-value coefficients or mean/std tensors.
+template <typename acc_t, bool kTensorStats>
+void launch(at::Tensor& out, const at::Tensor& input, c10::IntArrayRef mean_strides,
+            c10::IntArrayRef std_strides, const Coefs<acc_t>& coefs, const acc_t* mean, const acc_t* std,
+            acc_t scale) {
+  const Plan<4> plan = make_plan<4>(out.sizes(), {out.strides(), input.strides(), mean_strides, std_strides});
+  // The input is read in the output's order iff its plan strides equal the output's.
+  bool same_order = true;
+  for (int d = 0; d < plan.ndim; ++d) same_order = same_order && plan.strides[1][d] == plan.strides[0][d];
+  // All kVec elements of a thread share coefficients when the innermost dim has constant statistics.
+  const bool coefs_per_vec = plan.sizes[0] % kVec == 0 && plan.strides[2][0] == 0 && plan.strides[3][0] == 0;
+  const c10::cuda::CUDAGuard guard(input.device());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  const unsigned int blocks = cuda::blocks_for(plan.numel, int64_t{kThreads} * kVec);
+  AT_DISPATCH_SWITCH(input.scalar_type(), "normalize_cuda",
+    AT_DISPATCH_CASE(at::kByte, [&] {
+      using in_t = scalar_t;
+      AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "normalize_cuda_out", [&] {
+        using out_t = scalar_t;
+        const bool vectorized = same_order && cuda::aligned_to(input.const_data_ptr(), sizeof(in_t) * kVec) &&
+                                cuda::aligned_to(out.mutable_data_ptr(), sizeof(out_t) * kVec);
+        if (cuda::fits_int32(plan)) {
+          normalize_kernel<in_t, out_t, acc_t, int32_t, kTensorStats><<<blocks, kThreads, 0, stream>>>(
+              plan, input.const_data_ptr<in_t>(), out.mutable_data_ptr<out_t>(), coefs, mean, std, scale,
+              vectorized, coefs_per_vec);
+        } else {
+          normalize_kernel<in_t, out_t, acc_t, int64_t, kTensorStats><<<blocks, kThreads, 0, stream>>>(
+              plan, input.const_data_ptr<in_t>(), out.mutable_data_ptr<out_t>(), coefs, mean, std, scale,
+              vectorized, coefs_per_vec);
+        }
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      });
+    })
+    AT_DISPATCH_CASE_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, [&] {
+      using in_t = scalar_t;
+      AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "normalize_cuda_out", [&] {
+        using out_t = scalar_t;
+        const bool vectorized = same_order && cuda::aligned_to(input.const_data_ptr(), sizeof(in_t) * kVec) &&
+                                cuda::aligned_to(out.mutable_data_ptr(), sizeof(out_t) * kVec);
+        if (cuda::fits_int32(plan)) {
+          normalize_kernel<in_t, out_t, acc_t, int32_t, kTensorStats><<<blocks, kThreads, 0, stream>>>(
+              plan, input.const_data_ptr<in_t>(), out.mutable_data_ptr<out_t>(), coefs, mean, std, scale,
+              vectorized, coefs_per_vec);
+        } else {
+          normalize_kernel<in_t, out_t, acc_t, int64_t, kTensorStats><<<blocks, kThreads, 0, stream>>>(
+              plan, input.const_data_ptr<in_t>(), out.mutable_data_ptr<out_t>(), coefs, mean, std, scale,
+              vectorized, coefs_per_vec);
+        }
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      });
+    }));
+}
+
+at::Tensor normalize_tensor_cuda(const at::Tensor& input, const at::Tensor& mean, const at::Tensor& std,
+                                 double scale, at::ScalarType dtype, at::MemoryFormat memory_format);
+
+at::Tensor normalize_cuda(const at::Tensor& input, c10::ArrayRef<double> mean, c10::ArrayRef<double> std,
+                          int64_t dim, double scale, at::ScalarType dtype, at::MemoryFormat memory_format) {
+  check_input(input, dtype);
+  int64_t channels = 0;
+  const auto coef_strides = list_stat_strides(input, mean, std, dim, channels);
+  if (channels > kMaxByValue) {  // too many for the kernel arguments: statistics tensors instead
+    const auto acc = acc_dtype(dtype);
+    std::vector<int64_t> shape(input.dim(), 1);
+    shape[dim] = channels;
+    auto to_tensor = [&](c10::ArrayRef<double> v) {
+      std::vector<double> full(channels);
+      for (int64_t c = 0; c < channels; ++c) full[c] = v[v.size() == 1 ? 0 : c];
+      return at::tensor(full, at::TensorOptions().dtype(at::kDouble)).to(acc).view(shape).to(input.device());
+    };
+    return normalize_tensor_cuda(input, to_tensor(mean), to_tensor(std), scale, dtype, memory_format);
+  }
+  at::Tensor out = make_output(input, dtype, memory_format);
+  if (out.numel() == 0) return out;
+  AT_DISPATCH_FLOATING_TYPES(acc_dtype(dtype), "normalize_coefs", [&] {
+    Coefs<scalar_t> coefs{};
+    for (int64_t c = 0; c < channels; ++c) {
+      const scalar_t m = mean[mean.size() == 1 ? 0 : c], s = std[std.size() == 1 ? 0 : c];
+      coefs.a[c] = math::normalize_coef_a<scalar_t>(scale, s);
+      coefs.b[c] = math::normalize_coef_b<scalar_t>(m, s);
+    }
+    launch<scalar_t, false>(out, input, coef_strides, coef_strides, coefs, nullptr, nullptr,
+                            static_cast<scalar_t>(scale));
+  });
+  return out;
+}
+
+at::Tensor normalize_tensor_cuda(const at::Tensor& input, const at::Tensor& mean, const at::Tensor& std,
+                                 double scale, at::ScalarType dtype, at::MemoryFormat memory_format) {
+  check_input(input, dtype);
+  const auto shape = tensor_stat_shape(input, mean, std);
+  at::Tensor out = make_output(input, dtype, memory_format);
+  if (out.numel() == 0) return out;
+  const auto acc = acc_dtype(dtype);
+  // statistics in another dtype are converted first (a small extra launch); float32 buffers are the norm
+  const at::Tensor m = mean.scalar_type() == acc ? mean : mean.to(acc);
+  const at::Tensor s = std.scalar_type() == acc ? std : std.to(acc);
+  AT_DISPATCH_FLOATING_TYPES(acc, "normalize_tensor_cuda", [&] {
+    launch<scalar_t, true>(out, input, expanded_strides(m, input.sizes()), expanded_strides(s, input.sizes()),
+                           Coefs<scalar_t>{}, m.const_data_ptr<scalar_t>(), s.const_data_ptr<scalar_t>(),
+                           static_cast<scalar_t>(scale));
+  });
+  return out;
+}
+
+// ---- backward: grad_input = grad * a, and per statistics entry the sums of grad and grad * y -------------------
+constexpr int64_t kMaxSharedEntries = 512;  // entries accumulated in shared memory before one atomic per block
+
+template <typename g_t, typename in_t, typename acc_t, typename index_t>
+__global__ void normalize_backward_kernel(const Plan<4> plan, const g_t* __restrict__ grad,
+                                          const in_t* __restrict__ in, in_t* __restrict__ grad_in,
+                                          const acc_t* __restrict__ mean, const acc_t* __restrict__ std,
+                                          acc_t* __restrict__ sums, const int64_t K, const acc_t scale,
+                                          const bool stats) {
+  extern __shared__ unsigned char smem_raw[];
+  acc_t* local = reinterpret_cast<acc_t*>(smem_raw);
+  const bool use_shared = stats && K <= kMaxSharedEntries;
+  if (use_shared) {
+    for (int64_t k = threadIdx.x; k < 2 * K; k += blockDim.x) local[k] = acc_t(0);
+    __syncthreads();
+  }
+  const index_t numel = static_cast<index_t>(plan.numel);
+  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < numel;
+       i += static_cast<index_t>(gridDim.x) * blockDim.x) {
+    index_t off[4];
+    plan.offsets<index_t>(i, off);
+    const index_t k = off[3];  // statistics entry (contiguous buffer of the broadcast shape)
+    const acc_t a = math::normalize_coef_a<acc_t>(scale, std[k]);
+    const acc_t g = static_cast<acc_t>(grad[off[1]]);
+    if (grad_in != nullptr) grad_in[off[0]] = static_cast<in_t>(g * a);
+    if (stats) {
+      const acc_t y = math::normalize_apply(static_cast<acc_t>(in[off[2]]), a,
+                                            math::normalize_coef_b<acc_t>(mean[k], std[k]));
+      acc_t* dst = use_shared ? local : sums;
+      atomicAdd(dst + k, g);
+      atomicAdd(dst + K + k, g * y);
+    }
+  }
+  if (use_shared) {
+    __syncthreads();
+    for (int64_t k = threadIdx.x; k < 2 * K; k += blockDim.x) atomicAdd(sums + k, local[k]);
+  }
+}
+
+template <typename acc_t>
+__global__ void normalize_stat_grads_kernel(const acc_t* __restrict__ sums, const acc_t* __restrict__ std,
+                                            acc_t* __restrict__ grad_mean, acc_t* __restrict__ grad_std,
+                                            const int64_t K) {
+  for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < K;
+       k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    grad_mean[k] = math::normalize_grad_mean(sums[k], std[k]);
+    grad_std[k] = math::normalize_grad_std(sums[K + k], std[k]);
+  }
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> normalize_tensor_backward_cuda(
+    const at::Tensor& grad, const at::Tensor& input, const at::Tensor& mean, const at::Tensor& std, double scale,
+    std::array<bool, 3> mask) {
+  TENSOROPS_CHECK_VALUE(grad.sizes() == input.sizes(), "grad", "has shape ", grad.sizes(), " but input has ",
+                        input.sizes());
+  const auto acc = acc_dtype(grad.scalar_type());
+  check_input(input, acc);
+  const auto shape = tensor_stat_shape(input, mean, std);
+  at::Tensor grad_input = mask[0] ? at::empty_like(input) : at::empty({0}, input.options());
+  at::Tensor grad_mean = at::zeros(shape, input.options().dtype(acc));
+  at::Tensor grad_std = at::zeros(shape, input.options().dtype(acc));
+  if (input.numel() == 0) return {grad_input, grad_mean, grad_std};
+  const bool stats = mask[1] || mask[2];
+  const at::Tensor dense = mask[0] ? grad_input : at::empty_like(input, input.options().device(at::kMeta));
+  const Plan<4> plan =
+      make_plan<4>(input.sizes(), {dense.strides(), grad.strides(), input.strides(), broadcast_strides(shape)});
+  const c10::cuda::CUDAGuard guard(input.device());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES(acc, "normalize_backward_cuda", [&] {
+    using acc_t = scalar_t;
+    const at::Tensor m = mean.to(acc).expand(shape).contiguous();
+    const at::Tensor s = std.to(acc).expand(shape).contiguous();
+    const int64_t K = m.numel();
+    at::Tensor sums = at::zeros({2 * K}, input.options().dtype(acc));
+    const size_t smem = stats && K <= kMaxSharedEntries ? 2 * K * sizeof(acc_t) : 0;
+    const unsigned int blocks = cuda::blocks_for(plan.numel, kThreads * 4);
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(), "normalize_backward_grad", [&] {
+      using g_t = scalar_t;
+      AT_DISPATCH_FLOATING_TYPES_AND3(at::kByte, at::kHalf, at::kBFloat16, input.scalar_type(), "normalize_backward_in", [&] {
+        using in_t = scalar_t;
+        in_t* gi = mask[0] ? grad_input.mutable_data_ptr<in_t>() : nullptr;
+        if (cuda::fits_int32(plan)) {
+          normalize_backward_kernel<g_t, in_t, acc_t, int32_t><<<blocks, kThreads, smem, stream>>>(
+              plan, grad.const_data_ptr<g_t>(), input.const_data_ptr<in_t>(), gi, m.const_data_ptr<acc_t>(),
+              s.const_data_ptr<acc_t>(), sums.mutable_data_ptr<acc_t>(), K, static_cast<acc_t>(scale), stats);
+        } else {
+          normalize_backward_kernel<g_t, in_t, acc_t, int64_t><<<blocks, kThreads, smem, stream>>>(
+              plan, grad.const_data_ptr<g_t>(), input.const_data_ptr<in_t>(), gi, m.const_data_ptr<acc_t>(),
+              s.const_data_ptr<acc_t>(), sums.mutable_data_ptr<acc_t>(), K, static_cast<acc_t>(scale), stats);
+        }
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      });
+    });
+    if (stats) {
+      normalize_stat_grads_kernel<acc_t><<<cuda::blocks_for(K, kThreads), kThreads, 0, stream>>>(
+          sums.const_data_ptr<acc_t>(), s.const_data_ptr<acc_t>(), grad_mean.mutable_data_ptr<acc_t>(),
+          grad_std.mutable_data_ptr<acc_t>(), K);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+  });
+  return {grad_input, grad_mean, grad_std};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(tensorops, CUDA, m) {
+  m.impl("normalize", &normalize_cuda);
+  m.impl("normalize_tensor", &normalize_tensor_cuda);
+  m.impl("normalize_tensor_backward", &normalize_tensor_backward_cuda);
+}
+
+}  // namespace tensorops
