@@ -28,12 +28,59 @@ namespace base {
 #include "normalize_loops.h"
 }  // namespace base
 
+// ---- channels-last input to channels-first output -----------------------------------------------------------
+// Plan shape: dim 0 pixels (input stride C), dim 1 channels (input stride 1, C <= 4), output planes. Each task
+// takes a block of pixels of one image and writes all C planes, reading its input bytes once.
+template <typename in_t, typename out_t, typename acc_t>
+bool deinterleave_pass(const Plan<3>& p, at::Tensor& out, const at::Tensor& in, const acc_t* A, const acc_t* B) {
+  if (p.ndim < 2 || p.sizes[1] > 4 || p.strides[1][1] != 1 || p.strides[1][0] != p.sizes[1] ||
+      p.strides[2][0] != 0)
+    return false;
+  const int64_t pixels = p.sizes[0], C = p.sizes[1];
+  // the outer dims (images) as their own plan
+  Plan<3> outer;
+  outer.ndim = std::max(1, p.ndim - 2);
+  outer.numel = p.numel / (pixels * C);
+  outer.sizes[0] = 1;
+  for (int k = 0; k < 3; ++k) outer.strides[k][0] = 0;
+  for (int d = 2; d < p.ndim; ++d) {
+    outer.sizes[d - 2] = p.sizes[d];
+    for (int k = 0; k < 3; ++k) outer.strides[k][d - 2] = p.strides[k][d];
+  }
+  constexpr int64_t kBlock = 4096;
+  const int64_t blocks = (pixels + kBlock - 1) / kBlock;
+  const in_t* x = in.const_data_ptr<in_t>();
+  out_t* y = out.mutable_data_ptr<out_t>();
+  at::parallel_for(0, outer.numel * blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      int64_t off[3];
+      outer.offsets<int64_t>(task / blocks, off);
+      const int64_t p0 = (task % blocks) * kBlock, n = std::min(kBlock, pixels - p0);
+      acc_t a[4], b[4];
+      for (int64_t c = 0; c < C; ++c) {
+        a[c] = A[off[2] + c * p.strides[2][1]];
+        b[c] = B[off[2] + c * p.strides[2][1]];
+      }
+      const in_t* xs = x + off[1] + p0 * C;
+      out_t* ys = y + off[0] + p0;
+      const int64_t plane = p.strides[0][1];
+      switch (C) {
+        case 2: TENSOROPS_CPU_DISPATCH(affine_deinterleave<2, in_t, out_t, acc_t>)(xs, ys, plane, n, a, b); break;
+        case 3: TENSOROPS_CPU_DISPATCH(affine_deinterleave<3, in_t, out_t, acc_t>)(xs, ys, plane, n, a, b); break;
+        default: TENSOROPS_CPU_DISPATCH(affine_deinterleave<4, in_t, out_t, acc_t>)(xs, ys, plane, n, a, b); break;
+      }
+    }
+  });
+  return true;
+}
+
 // ---- the pass over the data --------------------------------------------------------------------------------
 // Operands: 0 output (dense), 1 input, 2 coefficient index into A/B (0 on broadcast dims).
 template <typename in_t, typename out_t, typename acc_t>
 void normalize_pass(at::Tensor& out, const at::Tensor& in, const acc_t* A, const acc_t* B,
                     c10::IntArrayRef coef_strides) {
   Plan<3> p = make_plan<3>(out.sizes(), {out.strides(), in.strides(), coef_strides});
+  if (deinterleave_pass<in_t, out_t, acc_t>(p, out, in, A, B)) return;
   // Fold a short inner dimension with varying coefficients (C of NHWC) into the next one when both are walked
   // contiguously: the kernel then sees long runs with a periodic coefficient pattern.
   int64_t period = 0, period_stride = 0;

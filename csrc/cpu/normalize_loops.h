@@ -27,3 +27,16 @@ void affine_strided(const in_t* x, int64_t sx, out_t* y, int64_t n, const acc_t*
 }
 
 // NOLINTEND
+
+// Channels-last input written channels-first (the HWC -> CHW transpose fused into the pass): kC interleaved
+// channels of n pixels go to kC planes `ys` elements apart. kC is a compile-time constant so the strided loads
+// become shuffles.
+template <int kC, typename in_t, typename out_t, typename acc_t>
+void affine_deinterleave(const in_t* __restrict x, out_t* __restrict y, int64_t ys, int64_t n,
+                         const acc_t* __restrict a, const acc_t* __restrict b) {
+  for (int c = 0; c < kC; ++c) {
+    const acc_t ac = a[c], bc = b[c];
+    out_t* __restrict yc = y + c * ys;
+    for (int64_t t = 0; t < n; ++t) yc[t] = math::cast_out<out_t>(math::normalize_apply(static_cast<acc_t>(x[t * kC + c]), ac, bc));
+  }
+}
