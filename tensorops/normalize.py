@@ -95,7 +95,10 @@ def _cached_values(values: Tuple[float, ...], device: torch.device, dtype: torch
 
 
 def _values_as_tensor(values: List[float], input: torch.Tensor, dim: int, dtype: torch.dtype) -> torch.Tensor:
-    t = _cached_values(tuple(values), input.device, dtype)
+    if torch.compiler.is_compiling():  # traced once into the graph as a constant: no cache needed
+        t = torch.tensor(values, dtype=dtype, device=input.device)
+    else:
+        t = _cached_values(tuple(values), input.device, dtype)
     shape = [1] * input.dim()
     shape[dim] = len(values)
     return t.view(shape)

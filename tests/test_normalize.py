@@ -257,6 +257,21 @@ def test_compile_fullgraph(device):
 
 
 @requires_compiled
+def test_compile_inductor(device):
+    torch._dynamo.reset()
+    x = make_input((2, 8, 8, 3), torch.uint8, device)
+    m = torch.rand(2, 3, 1, 1, device=device)
+
+    def pipeline(img):
+        a = tensorops.normalize(img.permute(0, 3, 1, 2), MEAN, STD, memory_format=torch.contiguous_format)
+        b = tensorops.normalize(img.permute(0, 3, 1, 2), m, 2.0, dtype=torch.bfloat16)
+        return a.relu() + b.float()
+
+    compiled = torch.compile(pipeline, fullgraph=True)
+    assert_close(compiled(x), pipeline(x))
+
+
+@requires_compiled
 def test_compiled_kernel_ran(device):
     x = make_input((2, 3, 4, 4), torch.uint8, device)
     _, names = kernel_ran(tensorops.normalize, x, MEAN, STD)
