@@ -13,6 +13,10 @@ import torch
 
 __version__ = "0.1.0"
 
+# Dimensions the kernels' iteration plans hold (kMaxPlanDims in csrc/include/tensorops/plan.h); tensors with
+# more go to native torch.
+MAX_KERNEL_DIMS = 16
+
 _C: Any = None
 _load_error: Optional[str] = None
 

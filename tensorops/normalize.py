@@ -168,8 +168,9 @@ def normalize(
                 f"normalize: {name} has {len(values)} values but input has {channels} channels along dim "
                 f"{dim - ndim}"
             )
+    use_kernels = _extension.kernels_for(input.device) and ndim <= _extension.MAX_KERNEL_DIMS
     if mean_values is not None and std_values is not None:
-        if _extension.kernels_for(input.device):
+        if use_kernels:
             return torch.ops.tensorops.normalize.default(
                 input, mean_values, std_values, dim, scale, dtype, memory_format
             )
@@ -180,7 +181,7 @@ def normalize(
     acc = reference.acc_dtype(dtype)
     m = _stat_tensor("mean", mean, input, dim) if mean_values is None else _values_as_tensor(mean_values, input, dim, acc)
     s = _stat_tensor("std", std, input, dim) if std_values is None else _values_as_tensor(std_values, input, dim, acc)
-    if _extension.kernels_for(input.device):
+    if use_kernels:
         return torch.ops.tensorops.normalize_tensor.default(input, m, s, scale, dtype, memory_format)
     return reference.normalize(input, m, s, dim=dim, scale=scale, dtype=dtype, memory_format=memory_format)
 

@@ -152,6 +152,12 @@ def test_nhwc_dim_minus_one_to_contiguous(device):
     check(out, x, MEAN, STD, dim=-1)
 
 
+def test_more_dims_than_the_kernels_hold_fall_back(device):
+    x = make_input((2,) * 18, torch.uint8, device)
+    x = x.permute(*reversed(range(18)))  # 18 dims that cannot be merged
+    check(tensorops.normalize(x, [0.5, 0.1], [0.2, 0.3], dim=0), x, [0.5, 0.1], [0.2, 0.3], dim=0)
+
+
 def test_empty(device):
     for shape in [(0, 3, 4, 4), (2, 3, 0, 4), (0,)]:
         dim = -3 if len(shape) == 4 else 0
