@@ -1,7 +1,7 @@
 // normalize on the CPU: one pass over the input with at::parallel_for; per statistics entry the coefficients
 // a = scale / std and b = -mean / std are computed once (math.h), and the inner loops are plain multiply-adds
 // over contiguous runs that the compiler vectorizes (compiled for AVX2+FMA and for baseline x86-64).
-#include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -21,10 +21,12 @@ using namespace normalize_host;
 // ---- inner loops, built for AVX2+FMA and for baseline x86-64 -------------------------------------------------
 TENSOROPS_BEGIN_AVX2
 namespace avx2 {
+constexpr bool kF16C = true;
 #include "normalize_loops.h"
 }  // namespace avx2
 TENSOROPS_END_AVX2
 namespace base {
+constexpr bool kF16C = false;
 #include "normalize_loops.h"
 }  // namespace base
 
