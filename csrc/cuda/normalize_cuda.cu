@@ -29,8 +29,8 @@ struct Coefs {
 
 // Operands of the plan: 0 output, 1 input, 2 mean (or the channel index for by-value coefficients), 3 std.
 template <typename in_t, typename out_t, typename acc_t, typename index_t, bool kTensorStats>
-__global__ void normalize_kernel(const Plan<4> plan, const in_t* __restrict__ in, out_t* __restrict__ out,
-                                 const Coefs<acc_t> coefs, const acc_t* __restrict__ mean,
+__global__ void normalize_kernel(TENSOROPS_GRID_CONSTANT const Plan<4> plan, const in_t* __restrict__ in, out_t* __restrict__ out,
+                                 TENSOROPS_GRID_CONSTANT const Coefs<acc_t> coefs, const acc_t* __restrict__ mean,
                                  const acc_t* __restrict__ std, const acc_t scale, const bool vectorized,
                                  const bool coefs_per_vec) {
   const index_t numel = static_cast<index_t>(plan.numel);
@@ -189,7 +189,7 @@ at::Tensor normalize_tensor_cuda(const at::Tensor& input, const at::Tensor& mean
 constexpr int64_t kMaxSharedEntries = 512;  // entries accumulated in shared memory before one atomic per block
 
 template <typename g_t, typename in_t, typename acc_t, typename index_t>
-__global__ void normalize_backward_kernel(const Plan<4> plan, const g_t* __restrict__ grad,
+__global__ void normalize_backward_kernel(TENSOROPS_GRID_CONSTANT const Plan<4> plan, const g_t* __restrict__ grad,
                                           const in_t* __restrict__ in, in_t* __restrict__ grad_in,
                                           const acc_t* __restrict__ mean, const acc_t* __restrict__ std,
                                           acc_t* __restrict__ sums, const int64_t K, const acc_t scale,

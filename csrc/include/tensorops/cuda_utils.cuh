@@ -10,6 +10,14 @@
 
 #include "tensorops/plan.h"
 
+// Kernel parameters read with run-time indices (the plan, by-value coefficient tables) stay in the parameter
+// space instead of being copied to each thread's local memory (CUDA 11.7+, sm_70+).
+#if defined(__CUDACC_VER_MAJOR__) && (__CUDACC_VER_MAJOR__ > 11 || (__CUDACC_VER_MAJOR__ == 11 && __CUDACC_VER_MINOR__ >= 7))
+#define TENSOROPS_GRID_CONSTANT __grid_constant__
+#else
+#define TENSOROPS_GRID_CONSTANT
+#endif
+
 namespace tensorops {
 namespace cuda {
 

@@ -32,7 +32,11 @@ struct Plan {
   TENSOROPS_HD void offsets(index_t linear, index_t (&off)[N]) const {
 TENSOROPS_UNROLL
     for (int k = 0; k < N; ++k) off[k] = 0;
-    for (int d = 0; d < ndim; ++d) {
+    // unrolled over the maximum with an early exit, so every array index is a compile-time constant and a
+    // kernel reads the plan straight from its parameters instead of copying it to local memory
+    TENSOROPS_UNROLL
+    for (int d = 0; d < kMaxPlanDims; ++d) {
+      if (d == ndim) break;
       const index_t size = static_cast<index_t>(sizes[d]);
       const index_t q = linear / size;
       const index_t i = linear - q * size;
