@@ -56,6 +56,16 @@ class Normalize(nn.Module):
         # host-to-device copy, and torch.compile sees constants
         self._mean_values = self.mean.tolist()
         self._std_values = self.std.tolist()
+        # what the numbers were read from: forward re-reads them when a buffer was replaced (``norm.mean = t``,
+        # ``.to()``, ``.double()``) or changed in place (``norm.mean.fill_(0)``), instead of using stale numbers
+        self._values_key = self._stats_key()
+
+    def _stats_key(self) -> tuple:
+        return (self.mean, self.mean._version, self.std, self.std._version)
+
+    def _values_stale(self) -> bool:
+        m, mv, s, sv = self._values_key
+        return m is not self.mean or s is not self.std or mv != self.mean._version or sv != self.std._version
 
     def _load_from_state_dict(self, *args, **kwargs):  # type: ignore[override]
         super()._load_from_state_dict(*args, **kwargs)
@@ -63,6 +73,13 @@ class Normalize(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.mean.device.type == "cpu":
+            if torch.compiler.is_compiling():
+                # dynamo cannot read _version: give it the buffers themselves when it can (it then reads their
+                # current values at run time) and the numbers only for an input on another device
+                if x.device == self.mean.device:
+                    return normalize(x, self.mean, self.std, dim=self.dim, dtype=self.dtype, scale=self.scale)
+            elif self._values_stale():
+                self._refresh_values()
             return normalize(x, self._mean_values, self._std_values, dim=self.dim, dtype=self.dtype, scale=self.scale)
         return normalize(x, self.mean, self.std, dim=self.dim, dtype=self.dtype, scale=self.scale)
 
