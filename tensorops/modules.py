@@ -11,6 +11,31 @@ from tensorops.normalize import normalize
 __all__ = ["Normalize"]
 
 
+def _stat_buffer(name: str, value: object) -> torch.Tensor:
+    """mean/std as a float32 1-D buffer; errors name the argument (torch.as_tensor's own messages do not, and it
+    would silently drop the imaginary part of a complex tensor)."""
+    if isinstance(value, torch.Tensor):
+        if value.is_complex() or value.dtype == torch.bool:
+            raise TypeError(f"Normalize: {name} must be a real tensor, got {value.dtype}")
+        t = value.detach().to(torch.float32).clone()
+    else:
+        if value is None or isinstance(value, (str, bytes, bool, complex)):
+            raise TypeError(f"Normalize: {name} must be a number, a sequence of numbers or a tensor, got {value!r}")
+        try:
+            t = torch.as_tensor(value, dtype=torch.float32).clone()
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise TypeError(
+                f"Normalize: {name} must be a number, a sequence of numbers or a tensor, got {value!r}"
+            ) from exc
+    if t.dim() > 1:
+        raise ValueError(f"Normalize: {name} must be a number or a 1-D sequence of C values, got shape {tuple(t.shape)}")
+    if t.numel() == 0:
+        raise ValueError(f"Normalize: {name} is empty")
+    if not bool(torch.isfinite(t).all()):
+        raise ValueError(f"Normalize: {name} has a NaN or infinite value: {t.tolist()}")
+    return t.reshape(-1)
+
+
 class Normalize(nn.Module):
     """``tensorops.normalize`` as a module: ``(x * scale - mean) / std`` in one pass.
 
@@ -36,16 +61,11 @@ class Normalize(nn.Module):
         scale: Optional[float] = None,
     ) -> None:
         super().__init__()
-        mean_t = torch.as_tensor(mean, dtype=torch.float32).detach().clone()
-        std_t = torch.as_tensor(std, dtype=torch.float32).detach().clone()
-        if mean_t.dim() > 1 or std_t.dim() > 1:
-            raise ValueError("Normalize: mean and std must be numbers or 1-D sequences of C values")
+        mean_t, std_t = _stat_buffer("mean", mean), _stat_buffer("std", std)
         if torch.any(std_t == 0):
             raise ValueError(f"Normalize: std has a zero value: {std_t.tolist()}")
-        if not (torch.isfinite(mean_t).all() and torch.isfinite(std_t).all()):
-            raise ValueError("Normalize: mean and std must be finite")
-        self.register_buffer("mean", mean_t.reshape(-1))
-        self.register_buffer("std", std_t.reshape(-1))
+        self.register_buffer("mean", mean_t)
+        self.register_buffer("std", std_t)
         self._refresh_values()
         self.dim = dim
         self.dtype = dtype
