@@ -89,7 +89,7 @@ def draw_stat(draw, name, x, dim, gen_seed):
 
 
 @needs("normalize")
-@prop_settings(400)
+@prop_settings(1000)
 @given(data=st.data())
 def test_normalize_matches_float64_oracle(data):
     spec = data.draw(specs((torch.uint8,) + FLOATS, min_dims=1, specials=True), label="input")
@@ -116,7 +116,7 @@ def test_normalize_matches_float64_oracle(data):
 
 
 @needs("normalize")
-@prop_settings(60)
+@prop_settings(100)
 @given(data=st.data())
 def test_normalize_grads_match_torch(data):
     spec = data.draw(specs((torch.float64,), min_dims=1, max_dims=4), label="input")
@@ -182,7 +182,7 @@ def draw_bounds(draw, x, seed):
 
 
 @needs("clamp")
-@prop_settings(300)
+@prop_settings(600)
 @given(data=st.data())
 def test_clamp_matches_torch(data):
     spec = data.draw(specs(CLAMP_DTYPES, specials=True), label="input")
@@ -197,7 +197,7 @@ def test_clamp_matches_torch(data):
 
 
 @needs("clamp_")
-@prop_settings(150)
+@prop_settings(250)
 @given(data=st.data())
 def test_clamp__matches_torch_in_place(data):
     spec = data.draw(specs(CLAMP_DTYPES, specials=True).filter(lambda s: s.layout != "expanded"), label="input")
@@ -215,7 +215,7 @@ def test_clamp__matches_torch_in_place(data):
 
 
 @needs("clamp")
-@prop_settings(60)
+@prop_settings(100)
 @given(data=st.data())
 def test_clamp_grads_match_torch(data):
     spec = data.draw(specs((torch.float64,), max_dims=4), label="input")
@@ -255,7 +255,7 @@ def cat_args(draw, dtypes, mixed=False, max_count=6):
 
 
 @needs("cat")
-@prop_settings(300)
+@prop_settings(600)
 @given(args=cat_args(FLOATS + INTS + (torch.bool,)))
 def test_cat_matches_torch(args):
     parts, dim, container = args
@@ -267,7 +267,7 @@ def test_cat_matches_torch(args):
 
 
 @needs("cat")
-@prop_settings(100)
+@prop_settings(150)
 @given(args=cat_args((torch.uint8, torch.int32, torch.float16, torch.bfloat16, torch.float32, torch.float64), mixed=True, max_count=4))
 def test_cat_mixed_dtypes_promote_like_torch(args):
     parts, dim, container = args
@@ -278,7 +278,7 @@ def test_cat_mixed_dtypes_promote_like_torch(args):
 
 
 @needs("cat")
-@prop_settings(60)
+@prop_settings(100)
 @given(args=cat_args((torch.float64,), max_count=4))
 def test_cat_grads_match_torch(args):
     parts, dim, _ = args
@@ -309,7 +309,7 @@ def split_args(draw, dtypes, max_dims=5):
 
 
 @needs("split")
-@prop_settings(300)
+@prop_settings(600)
 @given(args=split_args(FLOATS + INTS + (torch.bool,)))
 def test_split_matches_torch_as_contiguous_copies(args):
     spec, arg, dim = args
@@ -328,7 +328,7 @@ def test_split_matches_torch_as_contiguous_copies(args):
 
 
 @needs("split")
-@prop_settings(60)
+@prop_settings(100)
 @given(args=split_args((torch.float64,), max_dims=4))
 def test_split_grads_match_torch(args):
     spec, arg, dim = args
