@@ -85,6 +85,12 @@ def draw_stat(draw, name, x, dim, gen_seed):
     if form == "scalar_tensor":
         return values(()).to(sdtype)
     shape = bcast_shape(draw, tuple(x.shape), min_rank=2)
+    layout = draw(st.sampled_from(["contiguous", "transposed", "expanded"]))
+    if layout == "transposed" and len(shape) >= 2:
+        t = values(shape[:-2] + (shape[-1], shape[-2])).to(sdtype)
+        return t.transpose(-1, -2)
+    if layout == "expanded":
+        return values(tuple(1 for _ in shape)).to(sdtype).expand(shape)  # stride 0 everywhere
     return values(shape).to(sdtype)
 
 
