@@ -54,6 +54,8 @@ def _clamp_inplace(x):
     return [x]
 
 
+_SHARED_NORMALIZE = tensorops.Normalize(MEAN, STD) if has("Normalize") else None
+
 CASES: Dict[str, Case] = {
     "normalize_list": Case(
         "normalize",
@@ -66,6 +68,12 @@ CASES: Dict[str, Case] = {
         lambda g: (torch.randint(0, 256, (2, 40, 36, 3), dtype=torch.uint8, generator=g),),
         lambda x: [tensorops.normalize(x, MEAN, STD, dim=-1, dtype=torch.float16)],
         lambda x: [((x.double() / 255 - _stats64(MEAN, dim=3)) / _stats64(STD, dim=3)).half()],
+    ),
+    "Normalize_module_shared": Case(
+        "Normalize",
+        lambda g: (torch.randint(0, 256, (4, 3, 64, 48), dtype=torch.uint8, generator=g),),
+        lambda x: [_SHARED_NORMALIZE(x)],  # one module instance used by every thread at once
+        lambda x: [((x.double() / 255 - _stats64(MEAN)) / _stats64(STD)).float()],
     ),
     "normalize_tensor": Case(
         "normalize",
