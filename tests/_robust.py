@@ -5,7 +5,7 @@ Not a test module (leading underscore): importable from subprocesses and DataLoa
 from __future__ import annotations
 
 import dataclasses
-from typing import List, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import pytest
 import torch

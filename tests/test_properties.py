@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
