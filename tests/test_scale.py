@@ -80,6 +80,13 @@ def test_normalize_past_2_31_elements():
     # the same through the tensor-statistics kernel (per-channel tensors, broadcast)
     out = tensorops.normalize(x, torch.tensor(mean).view(3, 1, 1), torch.tensor(std).view(3, 1, 1), dtype=torch.float16)
     torch.testing.assert_close(out.view(-1)[idx].double(), exp, rtol=2e-3, atol=2e-3)
+    del out
+    # channels last (HWC, dim=-1) over the same memory: the CPU kernel's periodic-coefficient path
+    hwc = x.view(h, w, c)
+    out = tensorops.normalize(hwc, mean, std, dim=-1, dtype=torch.float16)
+    chan = idx % 3
+    exp = ((idx % 251).double() / 255 - torch.tensor(mean, dtype=torch.float64)[chan]) / torch.tensor(std, dtype=torch.float64)[chan]
+    torch.testing.assert_close(out.view(-1)[idx].double(), exp, rtol=2e-3, atol=2e-3)
 
 
 @pytest.mark.slow
