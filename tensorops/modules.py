@@ -11,6 +11,31 @@ from tensorops.normalize import normalize
 __all__ = ["Normalize"]
 
 
+def _stat_buffer(name: str, value: object) -> torch.Tensor:
+    """mean/std as a float32 1-D buffer; errors name the argument (torch.as_tensor's own messages do not, and it
+    would silently drop the imaginary part of a complex tensor)."""
+    if isinstance(value, torch.Tensor):
+        if value.is_complex() or value.dtype == torch.bool:
+            raise TypeError(f"Normalize: {name} must be a real tensor, got {value.dtype}")
+        t = value.detach().to(torch.float32).clone()
+    else:
+        if value is None or isinstance(value, (str, bytes, bool, complex)):
+            raise TypeError(f"Normalize: {name} must be a number, a sequence of numbers or a tensor, got {value!r}")
+        try:
+            t = torch.as_tensor(value, dtype=torch.float32).clone()
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise TypeError(
+                f"Normalize: {name} must be a number, a sequence of numbers or a tensor, got {value!r}"
+            ) from exc
+    if t.dim() > 1:
+        raise ValueError(f"Normalize: {name} must be a number or a 1-D sequence of C values, got shape {tuple(t.shape)}")
+    if t.numel() == 0:
+        raise ValueError(f"Normalize: {name} is empty")
+    if not bool(torch.isfinite(t).all()):
+        raise ValueError(f"Normalize: {name} has a NaN or infinite value: {t.tolist()}")
+    return t.reshape(-1)
+
+
 class Normalize(nn.Module):
     """``tensorops.normalize`` as a module: ``(x * scale - mean) / std`` in one pass.
 
@@ -36,16 +61,11 @@ class Normalize(nn.Module):
         scale: Optional[float] = None,
     ) -> None:
         super().__init__()
-        mean_t = torch.as_tensor(mean, dtype=torch.float32).detach().clone()
-        std_t = torch.as_tensor(std, dtype=torch.float32).detach().clone()
-        if mean_t.dim() > 1 or std_t.dim() > 1:
-            raise ValueError("Normalize: mean and std must be numbers or 1-D sequences of C values")
+        mean_t, std_t = _stat_buffer("mean", mean), _stat_buffer("std", std)
         if torch.any(std_t == 0):
             raise ValueError(f"Normalize: std has a zero value: {std_t.tolist()}")
-        if not (torch.isfinite(mean_t).all() and torch.isfinite(std_t).all()):
-            raise ValueError("Normalize: mean and std must be finite")
-        self.register_buffer("mean", mean_t.reshape(-1))
-        self.register_buffer("std", std_t.reshape(-1))
+        self.register_buffer("mean", mean_t)
+        self.register_buffer("std", std_t)
         self._refresh_values()
         self.dim = dim
         self.dtype = dtype
@@ -56,6 +76,16 @@ class Normalize(nn.Module):
         # host-to-device copy, and torch.compile sees constants
         self._mean_values = self.mean.tolist()
         self._std_values = self.std.tolist()
+        # what the numbers were read from: forward re-reads them when a buffer was replaced (``norm.mean = t``,
+        # ``.to()``, ``.double()``) or changed in place (``norm.mean.fill_(0)``), instead of using stale numbers
+        self._values_key = self._stats_key()
+
+    def _stats_key(self) -> tuple:
+        return (self.mean, self.mean._version, self.std, self.std._version)
+
+    def _values_stale(self) -> bool:
+        m, mv, s, sv = self._values_key
+        return m is not self.mean or s is not self.std or mv != self.mean._version or sv != self.std._version
 
     def _load_from_state_dict(self, *args, **kwargs):  # type: ignore[override]
         super()._load_from_state_dict(*args, **kwargs)
@@ -63,6 +93,13 @@ class Normalize(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.mean.device.type == "cpu":
+            if torch.compiler.is_compiling():
+                # dynamo cannot read _version: give it the buffers themselves when it can (it then reads their
+                # current values at run time) and the numbers only for an input on another device
+                if x.device == self.mean.device:
+                    return normalize(x, self.mean, self.std, dim=self.dim, dtype=self.dtype, scale=self.scale)
+            elif self._values_stale():
+                self._refresh_values()
             return normalize(x, self._mean_values, self._std_values, dim=self.dim, dtype=self.dtype, scale=self.scale)
         return normalize(x, self.mean, self.std, dim=self.dim, dtype=self.dtype, scale=self.scale)
 

@@ -88,6 +88,25 @@ def _stat_tensor(name: str, stat: torch.Tensor, input: torch.Tensor, dim: int) -
     return stat
 
 
+def _check_coefficients(
+    mean_values: Optional[List[float]], std_values: List[float], scale: float, dtype: torch.dtype
+) -> None:
+    """The kernels compute ``x * (scale / std) + (-mean / std)`` in the accumulation dtype: a std so small that
+    it rounds to zero there, or that makes a coefficient overflow, would give NaN (inf - inf) where the formula
+    has a number. Reject it instead of returning NaN."""
+    acc = reference.acc_dtype(dtype)
+    info = torch.finfo(acc)
+    n = max(len(std_values), len(mean_values) if mean_values is not None else 1)
+    for c in range(n):
+        s = std_values[c if len(std_values) > 1 else 0]
+        m = 0.0 if mean_values is None else mean_values[c if len(mean_values) > 1 else 0]
+        if abs(s) < info.tiny or not (abs(scale / s) <= info.max and abs(m / s) <= info.max):
+            raise ValueError(
+                f"normalize: std value {s!r} is too close to zero for {acc} arithmetic (needs |std| >= "
+                f"{info.tiny:.3g}, |scale / std| and |mean / std| <= {info.max:.3g}; mean {m!r}, scale {scale!r})"
+            )
+
+
 @functools.lru_cache(maxsize=64)
 def _cached_values(values: Tuple[float, ...], device: torch.device, dtype: torch.dtype) -> torch.Tensor:
     # sequences mixed with a tensor statistic become a tensor once per (values, device), not per call
@@ -168,6 +187,8 @@ def normalize(
                 f"normalize: {name} has {len(values)} values but input has {channels} channels along dim "
                 f"{dim - ndim}"
             )
+    if std_values is not None:
+        _check_coefficients(mean_values, std_values, scale, dtype)
     use_kernels = _extension.kernels_for(input.device) and ndim <= _extension.MAX_KERNEL_DIMS
     if mean_values is not None and std_values is not None:
         if use_kernels:

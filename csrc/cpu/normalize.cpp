@@ -189,11 +189,17 @@ at::Tensor normalize_tensor_cpu(const at::Tensor& input, const at::Tensor& mean,
     const scalar_t* mp = m.const_data_ptr<scalar_t>();
     const scalar_t* sp = s.const_data_ptr<scalar_t>();
     std::vector<scalar_t> A(K), B(K);
+    bool finite = true;
     for (int64_t k = 0; k < K; ++k) {
       A[k] = math::normalize_coef_a<scalar_t>(scale, sp[k]);
       B[k] = math::normalize_coef_b<scalar_t>(mp[k], sp[k]);
+      finite = finite && math::normalize_coefs_finite(A[k], B[k]);
     }
-    run<scalar_t>(out, input, A, B, broadcast_strides(shape));
+    if (finite) {
+      run<scalar_t>(out, input, A, B, broadcast_strides(shape));
+    } else {  // a zero or tiny std: the formula itself, as torch evaluates it (+-inf, not NaN)
+      out.copy_((input.to(m.scalar_type()) * scale - m) / s);
+    }
   });
   return out;
 }
@@ -245,7 +251,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> normalize_tensor_backward_cpu(
             const acc_t gv = static_cast<acc_t>(g[off[1] + t * p.strides[1][0]]);
             if (gi) gi[off[0] + t] = static_cast<in_t>(gv * A[k]);
             if (sg) {
-              const acc_t y = math::normalize_apply(static_cast<acc_t>(x[off[2] + t * p.strides[2][0]]), A[k], B[k]);
+              const acc_t y = math::normalize_value(static_cast<acc_t>(x[off[2] + t * p.strides[2][0]]), A[k], B[k],
+                                                    static_cast<acc_t>(scale), mp[k], sp[k]);
               sg[k] += gv;
               sg[K + k] += gv * y;
             }

@@ -37,7 +37,7 @@ __global__ void normalize_kernel(TENSOROPS_GRID_CONSTANT const Plan<4> plan, con
   const index_t step = static_cast<index_t>(gridDim.x) * blockDim.x * kVec;
   for (index_t base = (static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec; base < numel;
        base += step) {
-    acc_t a[kVec], b[kVec];
+    acc_t a[kVec], b[kVec], m[kVec], s[kVec];  // m, s: only read with statistics tensors
     in_t x[kVec];
     const bool full = base + kVec <= numel;
     TENSOROPS_UNROLL
@@ -47,9 +47,10 @@ __global__ void normalize_kernel(TENSOROPS_GRID_CONSTANT const Plan<4> plan, con
       if (j == 0 || !coefs_per_vec) {
         plan.offsets<index_t>(base + j, off);
         if constexpr (kTensorStats) {
-          const acc_t s = std[off[3]];
-          a[j] = math::normalize_coef_a<acc_t>(scale, s);
-          b[j] = math::normalize_coef_b<acc_t>(mean[off[2]], s);
+          m[j] = mean[off[2]];
+          s[j] = std[off[3]];
+          a[j] = math::normalize_coef_a<acc_t>(scale, s[j]);
+          b[j] = math::normalize_coef_b<acc_t>(m[j], s[j]);
         } else {
           a[j] = coefs.a[off[2]];
           b[j] = coefs.b[off[2]];
@@ -58,23 +59,29 @@ __global__ void normalize_kernel(TENSOROPS_GRID_CONSTANT const Plan<4> plan, con
       } else {
         a[j] = a[0];
         b[j] = b[0];
+        m[j] = m[0];
+        s[j] = s[0];
         if (!vectorized) {
           plan.offsets<index_t>(base + j, off);
           x[j] = in[off[1]];
         }
       }
     }
+    auto value = [&](acc_t xj, int j) {
+      if constexpr (kTensorStats) return math::normalize_value(xj, a[j], b[j], scale, m[j], s[j]);
+      return math::normalize_apply(xj, a[j], b[j]);
+    };
     if (vectorized && full) {
       const auto xv = *reinterpret_cast<const Vec<in_t, kVec>*>(in + base);
       Vec<out_t, kVec> yv;
       TENSOROPS_UNROLL
       for (int j = 0; j < kVec; ++j)
-        yv.v[j] = static_cast<out_t>(math::normalize_apply(static_cast<acc_t>(xv.v[j]), a[j], b[j]));
+        yv.v[j] = static_cast<out_t>(value(static_cast<acc_t>(xv.v[j]), j));
       *reinterpret_cast<Vec<out_t, kVec>*>(out + base) = yv;
     } else {
       for (int j = 0; j < kVec && base + j < numel; ++j) {
         const in_t xj = vectorized ? in[base + j] : x[j];
-        out[base + j] = static_cast<out_t>(math::normalize_apply(static_cast<acc_t>(xj), a[j], b[j]));
+        out[base + j] = static_cast<out_t>(value(static_cast<acc_t>(xj), j));
       }
     }
   }
@@ -211,8 +218,8 @@ __global__ void normalize_backward_kernel(TENSOROPS_GRID_CONSTANT const Plan<4> 
     const acc_t g = static_cast<acc_t>(grad[off[1]]);
     if (grad_in != nullptr) grad_in[off[0]] = static_cast<in_t>(g * a);
     if (stats) {
-      const acc_t y = math::normalize_apply(static_cast<acc_t>(in[off[2]]), a,
-                                            math::normalize_coef_b<acc_t>(mean[k], std[k]));
+      const acc_t y = math::normalize_value(static_cast<acc_t>(in[off[2]]), a,
+                                            math::normalize_coef_b<acc_t>(mean[k], std[k]), scale, mean[k], std[k]);
       acc_t* dst = use_shared ? local : sums;
       atomicAdd(dst + k, g);
       atomicAdd(dst + K + k, g * y);

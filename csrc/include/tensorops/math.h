@@ -79,6 +79,18 @@ template <typename acc_t>
 TENSOROPS_HD acc_t normalize_apply(acc_t x, acc_t a, acc_t b) {
   return x * a + b;
 }
+// With a zero (or tiny) std the coefficients overflow and x * a + b would give inf - inf = NaN where the
+// formula gives +-inf; then the formula itself is evaluated. Used where statistics come as tensors, whose
+// values the host does not see.
+template <typename acc_t>
+TENSOROPS_HD bool normalize_coefs_finite(acc_t a, acc_t b) {
+  return a - a == acc_t(0) && b - b == acc_t(0);  // false for inf and NaN
+}
+template <typename acc_t>
+TENSOROPS_HD acc_t normalize_value(acc_t x, acc_t a, acc_t b, acc_t scale, acc_t mean, acc_t std) {
+  return normalize_coefs_finite(a, b) ? normalize_apply(x, a, b) : (x * scale - mean) / std;
+}
+
 // Backward, per element, with g the incoming gradient and y the recomputed output:
 //   d input = g * a,   d mean = -g / std,   d std = -g * y / std.
 // The statistics' gradients are sums over the elements that share one statistics entry; the kernels

@@ -1,0 +1,335 @@
+"""Bad input: one catalogue of wrong calls to every op, each of which must raise a Python exception of the
+expected type whose message names the bad argument, never crash the interpreter and never return a result.
+
+The catalogue runs in a subprocess (so an abort or segfault is a failed row, not a dead test run; after a crash
+the remaining rows run in a fresh process), and each row is also a parametrized test named after it.
+Rows for ops that are not in this build skip with a reason; rows that need a GPU skip without one.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from typing import Any, Callable, Dict, Optional, Tuple, Type, Union
+
+import pytest
+import torch
+
+import tensorops
+from _robust import has, needs
+
+ExcTypes = Union[Type[BaseException], Tuple[Type[BaseException], ...]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    id: str
+    op: str  # a public name in tensorops ("Normalize" for the module), or "ops.<name>" for torch.ops.tensorops
+    args: Callable[[], Tuple[tuple, Dict[str, Any]]]  # builds (args, kwargs) when the row runs
+    exc: ExcTypes  # the exception type(s) accepted (where torch itself raises RuntimeError for a drop-in, both)
+    match: str  # regex searched in the message: it names the bad argument
+    gpu: bool = False
+
+
+def _img(dtype=torch.uint8, shape=(1, 3, 4, 4), device="cpu"):
+    return torch.zeros(shape, dtype=dtype, device=device)
+
+
+def _f(*shape):
+    return torch.arange(math.prod(shape), dtype=torch.float32).reshape(shape)
+
+
+M, S = [0.5, 0.5, 0.5], [0.25, 0.25, 0.25]
+NAN, INF = float("nan"), float("inf")
+RT = RuntimeError  # torch's own type for this error; the drop-in may keep it
+ARG_INPUT, ARG_MEAN, ARG_STD = r"\binput\b", r"\bmean\b", r"\bstd\b"
+ARG_DIM = r"(?i)\bdim(ension)?\b"
+ARG_MIN, ARG_MAX = r"\bmin\b", r"\bmax\b"
+ARG_TENSORS = r"(?i)\btensors\b"
+ARG_TENSOR = r"\btensor\b"
+ARG_SPLIT = r"split_size|sections"
+
+
+def a(*args, **kwargs):
+    return lambda: (args, kwargs)
+
+
+
+
+CATALOGUE = [
+    # ---- normalize: input ---------------------------------------------------------------------------------
+    Row("normalize/input-complex", "normalize", lambda: ((_img(torch.complex64), M, S), {}), TypeError, ARG_INPUT),
+    Row("normalize/input-bool", "normalize", lambda: ((_img(torch.bool), M, S), {}), TypeError, ARG_INPUT),
+    Row("normalize/input-int32", "normalize", lambda: ((_img(torch.int32), M, S), {}), TypeError, ARG_INPUT),
+    Row("normalize/input-0dim", "normalize", lambda: ((torch.tensor(3, dtype=torch.uint8), [0.5], [0.5]), {}), ValueError, ARG_INPUT),
+    Row("normalize/input-str", "normalize", a("img.png", M, S), TypeError, ARG_INPUT),
+    Row("normalize/input-None", "normalize", a(None, M, S), TypeError, ARG_INPUT),
+    Row("normalize/input-nested-list", "normalize", a([[[1, 2, 3]]], M, S), TypeError, ARG_INPUT),
+    # ---- normalize: statistics ----------------------------------------------------------------------------
+    Row("normalize/mean-str", "normalize", lambda: ((_img(), "abc", S), {}), TypeError, ARG_MEAN),
+    Row("normalize/std-None", "normalize", lambda: ((_img(), M, None), {}), TypeError, ARG_STD),
+    Row("normalize/mean-nested-list", "normalize", lambda: ((_img(), [M], S), {}), TypeError, ARG_MEAN),
+    Row("normalize/mean-str-element", "normalize", lambda: ((_img(), [0.5, "a", 0.5], S), {}), TypeError, ARG_MEAN),
+    Row("normalize/std-None-element", "normalize", lambda: ((_img(), M, [0.5, None, 0.5]), {}), TypeError, ARG_STD),
+    Row("normalize/mean-complex-number", "normalize", lambda: ((_img(), 1 + 2j, S), {}), TypeError, ARG_MEAN),
+    Row("normalize/mean-bool", "normalize", lambda: ((_img(), True, S), {}), TypeError, ARG_MEAN),
+    Row("normalize/mean-empty-list", "normalize", lambda: ((_img(), [], S), {}), ValueError, ARG_MEAN),
+    Row("normalize/std-empty-tuple", "normalize", lambda: ((_img(), M, ()), {}), ValueError, ARG_STD),
+    Row("normalize/mean-length-2-for-3-channels", "normalize", lambda: ((_img(), [0.5, 0.5], S), {}), ValueError, ARG_MEAN),
+    Row("normalize/std-length-4-for-3-channels", "normalize", lambda: ((_img(), M, [0.2] * 4), {}), ValueError, ARG_STD),
+    Row("normalize/mean-1d-tensor-wrong-length", "normalize", lambda: ((_img(), torch.zeros(4), S), {}), ValueError, ARG_MEAN),
+    Row("normalize/mean-tensor-not-broadcastable", "normalize", lambda: ((_img(), torch.zeros(2, 3, 1, 1), S), {}), ValueError, ARG_MEAN),
+    Row("normalize/std-tensor-more-dims", "normalize", lambda: ((_img(), M, torch.ones(1, 1, 1, 1, 1)), {}), ValueError, ARG_STD),
+    Row("normalize/mean-tensor-complex", "normalize", lambda: ((_img(), torch.zeros(3, dtype=torch.complex64), S), {}), TypeError, ARG_MEAN),
+    Row("normalize/std-tensor-bool", "normalize", lambda: ((_img(), M, torch.ones(3, dtype=torch.bool)), {}), TypeError, ARG_STD),
+    Row("normalize/mean-nan", "normalize", lambda: ((_img(), [NAN, 0.5, 0.5], S), {}), ValueError, ARG_MEAN),
+    Row("normalize/mean-inf-scalar", "normalize", lambda: ((_img(), INF, S), {}), ValueError, ARG_MEAN),
+    Row("normalize/std-inf", "normalize", lambda: ((_img(), M, [0.2, -INF, 0.2]), {}), ValueError, ARG_STD),
+    Row("normalize/std-zero", "normalize", lambda: ((_img(), M, [0.2, 0.0, 0.2]), {}), ValueError, ARG_STD),
+    Row("normalize/std-subnormal", "normalize", lambda: ((_img(), M, [0.2, 1e-40, 0.2]), {}), ValueError, ARG_STD),
+    Row("normalize/std-tiny-coefficient-overflows", "normalize", lambda: ((_img(), [1e30] * 3, [1e-10] * 3), {}), ValueError, ARG_STD),
+    Row("normalize/std-zero-scalar", "normalize", lambda: ((_img(), 0.5, 0.0), {}), ValueError, ARG_STD),
+    # ---- normalize: keyword arguments ----------------------------------------------------------------------
+    Row("normalize/dim-out-of-range", "normalize", lambda: ((_img(), M, S), {"dim": 4}), IndexError, ARG_DIM),
+    Row("normalize/dim-negative-out-of-range", "normalize", lambda: ((_img(), M, S), {"dim": -5}), IndexError, ARG_DIM),
+    Row("normalize/dim-str", "normalize", lambda: ((_img(), M, S), {"dim": "C"}), TypeError, ARG_DIM),
+    Row("normalize/dim-float", "normalize", lambda: ((_img(), M, S), {"dim": 1.0}), TypeError, ARG_DIM),
+    Row("normalize/dim-None", "normalize", lambda: ((_img(), M, S), {"dim": None}), TypeError, ARG_DIM),
+    Row("normalize/dtype-int32", "normalize", lambda: ((_img(), M, S), {"dtype": torch.int32}), TypeError, r"\bdtype\b"),
+    Row("normalize/dtype-uint8", "normalize", lambda: ((_img(), M, S), {"dtype": torch.uint8}), TypeError, r"\bdtype\b"),
+    Row("normalize/dtype-complex", "normalize", lambda: ((_img(), M, S), {"dtype": torch.complex64}), TypeError, r"\bdtype\b"),
+    Row("normalize/dtype-str", "normalize", lambda: ((_img(), M, S), {"dtype": "float32"}), TypeError, r"\bdtype\b"),
+    Row("normalize/scale-str", "normalize", lambda: ((_img(), M, S), {"scale": "1/255"}), TypeError, r"\bscale\b"),
+    Row("normalize/scale-nan", "normalize", lambda: ((_img(), M, S), {"scale": NAN}), (TypeError, ValueError), r"\bscale\b"),
+    Row("normalize/memory-format-3d-for-4d", "normalize", lambda: ((_img(), M, S), {"memory_format": torch.channels_last_3d}), ValueError, r"memory_format"),
+    Row("normalize/memory-format-channels-last-for-3d", "normalize", lambda: ((_img(shape=(3, 4, 4)), M, S), {"memory_format": torch.channels_last}), ValueError, r"memory_format"),
+    Row("normalize/memory-format-str", "normalize", lambda: ((_img(), M, S), {"memory_format": "nhwc"}), (TypeError, ValueError), r"memory_format"),
+    Row("normalize/mean-on-cpu-input-on-cuda", "normalize", lambda: ((_img(device="cuda"), torch.zeros(3), torch.ones(3, device="cuda")), {}), (ValueError, RT), ARG_MEAN, gpu=True),
+    Row("normalize/std-on-cuda-input-on-cpu", "normalize", lambda: ((_img(), torch.zeros(3), torch.ones(3, device="cuda")), {}), (ValueError, RT), ARG_STD, gpu=True),
+    # ---- Normalize (the module) ---------------------------------------------------------------------------
+    Row("Normalize/mean-str", "Normalize", a("abc", S), TypeError, ARG_MEAN),
+    Row("Normalize/mean-None", "Normalize", a(None, S), TypeError, ARG_MEAN),
+    Row("Normalize/std-str-element", "Normalize", a(M, [0.2, "x", 0.2]), TypeError, ARG_STD),
+    Row("Normalize/mean-complex-tensor", "Normalize", lambda: ((torch.zeros(3, dtype=torch.complex64), S), {}), TypeError, ARG_MEAN),
+    Row("Normalize/mean-2d", "Normalize", a([M], S), ValueError, ARG_MEAN),
+    Row("Normalize/std-empty", "Normalize", a(M, []), ValueError, ARG_STD),
+    Row("Normalize/mean-nan", "Normalize", a([NAN] * 3, S), ValueError, ARG_MEAN),
+    Row("Normalize/std-inf", "Normalize", a(M, [INF] * 3), ValueError, ARG_STD),
+    Row("Normalize/std-zero", "Normalize", a(M, [0.2, 0.0, 0.2]), ValueError, ARG_STD),
+    Row("Normalize/forward-channel-mismatch", "Normalize.forward", lambda: (((M, S), {}, (_img(shape=(1, 4, 2, 2)),)), {}), ValueError, ARG_MEAN),
+    Row("Normalize/forward-str-input", "Normalize.forward", lambda: (((M, S), {}, ("img.png",)), {}), TypeError, ARG_INPUT),
+    Row("Normalize/forward-bad-dim", "Normalize.forward", lambda: (((M, S), {"dim": 5}, (_img(),)), {}), IndexError, ARG_DIM),
+    # ---- torch.ops.tensorops.normalize* (what TorchScript calls): the C++ checks --------------------------
+    Row("ops.normalize/input-bool", "ops.normalize", lambda: ((_img(torch.bool), [0.5], [1.0], 1, 1.0, torch.float32, torch.preserve_format), {}), TypeError, ARG_INPUT),
+    Row("ops.normalize/input-0dim", "ops.normalize", lambda: ((torch.tensor(1.0), [0.5], [1.0], 0, 1.0, torch.float32, torch.preserve_format), {}), ValueError, ARG_INPUT),
+    Row("ops.normalize/mean-empty", "ops.normalize", lambda: ((_img(), [], [1.0], 1, 1.0, torch.float32, torch.preserve_format), {}), ValueError, ARG_MEAN),
+    Row("ops.normalize/mean-length", "ops.normalize", lambda: ((_img(), [0.1, 0.2], S, 1, 1.0, torch.float32, torch.preserve_format), {}), ValueError, ARG_MEAN),
+    Row("ops.normalize/dim-out-of-range", "ops.normalize", lambda: ((_img(), M, S, 7, 1.0, torch.float32, torch.preserve_format), {}), IndexError, ARG_DIM),
+    Row("ops.normalize/dtype-int64", "ops.normalize", lambda: ((_img(), M, S, 1, 1.0, torch.int64, torch.preserve_format), {}), TypeError, r"\bdtype\b"),
+    Row("ops.normalize_tensor/std-not-broadcastable", "ops.normalize_tensor", lambda: ((_img(), torch.zeros(1, 3, 1, 1), torch.ones(1, 2, 1, 1), 1.0, torch.float32, torch.preserve_format), {}), ValueError, ARG_STD),
+    Row("ops.normalize_tensor/mean-wrong-rank", "ops.normalize_tensor", lambda: ((_img(), torch.zeros(3), torch.ones(1, 3, 1, 1), 1.0, torch.float32, torch.preserve_format), {}), ValueError, ARG_MEAN),
+    Row("ops.normalize_tensor/mean-complex", "ops.normalize_tensor", lambda: ((_img(), torch.zeros(1, 3, 1, 1, dtype=torch.complex64), torch.ones(1, 3, 1, 1), 1.0, torch.float32, torch.preserve_format), {}), TypeError, ARG_MEAN),
+    Row("ops.normalize_tensor/std-int", "ops.normalize_tensor", lambda: ((_img(), torch.zeros(1, 3, 1, 1), torch.ones(1, 3, 1, 1, dtype=torch.int32), 1.0, torch.float32, torch.preserve_format), {}), TypeError, ARG_STD),
+    # ---- clamp / clamp_ -------------------------------------------------------------------------------------
+    Row("clamp/input-complex", "clamp", lambda: ((torch.ones(2, 3, dtype=torch.complex64),), {"min": 0.0}), (TypeError, RT), ARG_INPUT),
+    Row("clamp/input-str", "clamp", a("abc", min=0.0), TypeError, ARG_INPUT),
+    Row("clamp/input-None", "clamp", a(None, min=0.0), TypeError, ARG_INPUT),
+    Row("clamp/input-nested-list", "clamp", a([[1.0, 2.0]], min=0.0), TypeError, ARG_INPUT),
+    Row("clamp/no-bounds", "clamp", lambda: ((_f(2, 3),), {}), (ValueError, RT), r"\bmin\b.*\bmax\b|\bmax\b.*\bmin\b"),
+    Row("clamp/both-bounds-None", "clamp", lambda: ((_f(2, 3),), {"min": None, "max": None}), (ValueError, RT), r"\bmin\b.*\bmax\b|\bmax\b.*\bmin\b"),
+    Row("clamp/min-str", "clamp", lambda: ((_f(2, 3),), {"min": "0"}), TypeError, ARG_MIN),
+    Row("clamp/max-nested-list", "clamp", lambda: ((_f(2, 3),), {"max": [[1.0]]}), TypeError, ARG_MAX),
+    Row("clamp/min-complex-number", "clamp", lambda: ((_f(2, 3),), {"min": 1 + 1j}), (TypeError, RT), ARG_MIN),
+    Row("clamp/min-complex-tensor", "clamp", lambda: ((_f(2, 3),), {"min": torch.zeros(3, dtype=torch.complex64)}), (TypeError, RT), ARG_MIN),
+    Row("clamp/max-dtype-object", "clamp", lambda: ((_f(2, 3),), {"max": torch.float32}), TypeError, ARG_MAX),
+    Row("clamp/min-not-broadcastable", "clamp", lambda: ((_f(2, 3),), {"min": torch.zeros(4)}), (ValueError, RT), ARG_MIN),
+    Row("clamp/max-not-broadcastable", "clamp", lambda: ((_f(2, 3),), {"max": torch.zeros(3, 2)}), (ValueError, RT), ARG_MAX),
+    Row("clamp/min-on-cuda-input-on-cpu", "clamp", lambda: ((_f(2, 3),), {"min": torch.zeros(3, device="cuda")}), (ValueError, RT), ARG_MIN, gpu=True),
+    Row("clamp/max-on-cpu-input-on-cuda", "clamp", lambda: ((_f(2, 3).cuda(),), {"max": torch.zeros(3)}), (ValueError, RT), ARG_MAX, gpu=True),
+    Row("clamp_/input-str", "clamp_", a("abc", min=0.0), TypeError, ARG_INPUT),
+    Row("clamp_/no-bounds", "clamp_", lambda: ((_f(2, 3),), {}), (ValueError, RT), r"\bmin\b.*\bmax\b|\bmax\b.*\bmin\b"),
+    Row("clamp_/input-complex", "clamp_", lambda: ((torch.ones(2, 3, dtype=torch.complex64),), {"max": 1.0}), (TypeError, RT), ARG_INPUT),
+    Row("clamp_/min-grows-input-shape", "clamp_", lambda: ((_f(2, 3),), {"min": torch.zeros(4, 2, 3)}), (ValueError, RT), ARG_MIN),
+    Row("clamp_/float-bound-on-int-input", "clamp_", lambda: ((torch.arange(6).view(2, 3),), {"min": 0.5}), (TypeError, RT), ARG_MIN),
+    Row("clamp_/overlapping-input", "clamp_", lambda: ((torch.zeros(1, 3).expand(2, 3),), {"min": 0.5}), (ValueError, RT), ARG_INPUT),
+    Row("clamp_/max-on-cuda-input-on-cpu", "clamp_", lambda: ((_f(2, 3),), {"max": torch.zeros(3, device="cuda")}), (ValueError, RT), ARG_MAX, gpu=True),
+    # ---- cat ------------------------------------------------------------------------------------------------
+    Row("cat/empty-list", "cat", a([]), (ValueError, RT), ARG_TENSORS),
+    Row("cat/empty-tuple", "cat", a(()), (ValueError, RT), ARG_TENSORS),
+    Row("cat/a-tensor-not-a-list", "cat", lambda: ((_f(2, 3),), {}), TypeError, ARG_TENSORS),
+    Row("cat/str", "cat", a("ab"), TypeError, ARG_TENSORS),
+    Row("cat/None", "cat", a(None), TypeError, ARG_TENSORS),
+    Row("cat/None-element", "cat", lambda: (([_f(2), None],), {}), TypeError, ARG_TENSORS),
+    Row("cat/nested-list-element", "cat", a([[1.0, 2.0], [3.0]]), TypeError, ARG_TENSORS),
+    Row("cat/number-element", "cat", lambda: (([_f(2), 3.0],), {}), TypeError, ARG_TENSORS),
+    Row("cat/0dim-tensor", "cat", lambda: (([torch.tensor(1.0), torch.tensor(2.0)],), {}), (ValueError, RT), ARG_TENSORS),
+    Row("cat/shape-mismatch", "cat", lambda: (([_f(2, 3), _f(2, 4)],), {"dim": 0}), (ValueError, RT), ARG_TENSORS),
+    Row("cat/ndim-mismatch", "cat", lambda: (([_f(2, 3), _f(3)],), {}), (ValueError, RT), ARG_TENSORS),
+    Row("cat/dim-out-of-range", "cat", lambda: (([_f(2, 3), _f(2, 3)],), {"dim": 2}), IndexError, ARG_DIM),
+    Row("cat/dim-negative-out-of-range", "cat", lambda: (([_f(2, 3), _f(2, 3)],), {"dim": -3}), IndexError, ARG_DIM),
+    Row("cat/dim-str", "cat", lambda: (([_f(2, 3), _f(2, 3)],), {"dim": "rows"}), TypeError, ARG_DIM),
+    Row("cat/dim-float", "cat", lambda: (([_f(2, 3), _f(2, 3)],), {"dim": 1.0}), TypeError, ARG_DIM),
+    Row("cat/mixed-devices", "cat", lambda: (([_f(2, 3), _f(2, 3).cuda()],), {}), (ValueError, RT), ARG_TENSORS, gpu=True),
+    # ---- split ----------------------------------------------------------------------------------------------
+    Row("split/tensor-str", "split", a("abc", 1), TypeError, ARG_TENSOR),
+    Row("split/tensor-None", "split", a(None, 1), TypeError, ARG_TENSOR),
+    Row("split/tensor-nested-list", "split", a([[1.0, 2.0]], 1), TypeError, ARG_TENSOR),
+    Row("split/tensor-0dim", "split", lambda: ((torch.tensor(1.0), 1), {}), (ValueError, RT), ARG_TENSOR),
+    Row("split/zero-split-size", "split", lambda: ((_f(4, 3), 0), {}), (ValueError, RT), ARG_SPLIT),
+    Row("split/negative-split-size", "split", lambda: ((_f(4, 3), -1), {}), (ValueError, RT), ARG_SPLIT),
+    Row("split/negative-section", "split", lambda: ((_f(4, 3), [-1, 5]), {}), (ValueError, RT), ARG_SPLIT),
+    Row("split/sections-sum-short", "split", lambda: ((_f(4, 3), [1, 2]), {}), (ValueError, RT), ARG_SPLIT),
+    Row("split/sections-sum-long", "split", lambda: ((_f(4, 3), [2, 3]), {}), (ValueError, RT), ARG_SPLIT),
+    Row("split/sections-empty", "split", lambda: ((_f(4, 3), []), {}), (ValueError, RT), ARG_SPLIT),
+    Row("split/split-size-float", "split", lambda: ((_f(4, 3), 1.5), {}), TypeError, ARG_SPLIT),
+    Row("split/split-size-str", "split", lambda: ((_f(4, 3), "2"), {}), TypeError, ARG_SPLIT),
+    Row("split/split-size-None", "split", lambda: ((_f(4, 3), None), {}), TypeError, ARG_SPLIT),
+    Row("split/sections-float-element", "split", lambda: ((_f(4, 3), [1.0, 3.0]), {}), TypeError, ARG_SPLIT),
+    Row("split/sections-nested", "split", lambda: ((_f(4, 3), [[1, 3]]), {}), TypeError, ARG_SPLIT),
+    Row("split/dim-out-of-range", "split", lambda: ((_f(4, 3), 1), {"dim": 2}), IndexError, ARG_DIM),
+    Row("split/dim-negative-out-of-range", "split", lambda: ((_f(4, 3), 1), {"dim": -3}), IndexError, ARG_DIM),
+    Row("split/dim-str", "split", lambda: ((_f(4, 3), 1), {"dim": "rows"}), TypeError, ARG_DIM),
+]
+
+ROWS = {row.id: row for row in CATALOGUE}
+assert len(ROWS) == len(CATALOGUE), "row ids must be unique"
+
+
+def _op_available(op: str) -> bool:
+    if op.startswith("ops."):
+        return tensorops.is_compiled() and hasattr(torch.ops.tensorops, op[4:])
+    return has(op.split(".")[0])
+
+
+def _call(row: Row):
+    args, kwargs = row.args()
+    if row.op.startswith("ops."):
+        return getattr(torch.ops.tensorops, row.op[4:]).default(*args, **kwargs)
+    if row.op == "Normalize.forward":
+        (ctor_args, ctor_kwargs, fwd_args), _ = args, kwargs
+        return tensorops.Normalize(*ctor_args, **ctor_kwargs)(*fwd_args)
+    return getattr(tensorops, row.op)(*args, **kwargs)
+
+
+def run_row(row: Row) -> Dict[str, Any]:
+    """What one row did: {'status': 'ok' | 'fail' | 'skip', 'detail': ...}."""
+    if not _op_available(row.op):
+        return {"status": "skip", "detail": f"tensorops.{row.op} not in this build"}
+    if row.gpu and not torch.cuda.is_available():
+        return {"status": "skip", "detail": "needs a CUDA GPU"}
+    try:
+        result = _call(row)
+    except BaseException as exc:  # noqa: BLE001 - the type is what we check
+        name, msg = type(exc).__name__, str(exc)
+        expected = row.exc if isinstance(row.exc, tuple) else (row.exc,)
+        if not isinstance(exc, expected):
+            return {"status": "fail", "detail": f"raised {name} (want {'/'.join(e.__name__ for e in expected)}): {msg[:300]}"}
+        if not re.search(row.match, msg):
+            return {"status": "fail", "detail": f"{name} message does not name the argument (/{row.match}/): {msg[:300]}"}
+        return {"status": "ok", "detail": f"{name}: {msg[:200]}"}
+    return {"status": "fail", "detail": f"returned {type(result).__name__} instead of raising (a silently wrong result)"}
+
+
+def _child(ids) -> None:
+    """Subprocess side: run the rows in order, announcing each before it runs so a crash points at it."""
+    for rid in ids:
+        print("BEGIN " + json.dumps(rid), flush=True)
+        res = run_row(ROWS[rid])
+        print("RESULT " + json.dumps({"id": rid, **res}), flush=True)
+
+
+_TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+_ROOT = os.path.dirname(_TESTS_DIR)
+_CHILD = (
+    "import sys, json; sys.path[:0] = {paths!r}; import warnings; warnings.simplefilter('ignore');"
+    "import test_bad_input as t; t._child(json.loads(sys.stdin.read()))"
+)
+
+
+def run_catalogue_in_subprocesses(ids, timeout: float = 120.0) -> Dict[str, Dict[str, Any]]:
+    """Every row's result; a row that kills or hangs its interpreter is a failure, and the rest of the catalogue
+    runs on in a fresh interpreter."""
+    results: Dict[str, Dict[str, Any]] = {}
+    pending = list(ids)
+    while pending:
+        code = _CHILD.format(paths=[_TESTS_DIR, _ROOT])
+        try:
+            proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(pending), capture_output=True,
+                                  text=True, timeout=timeout, cwd=_ROOT)
+            out, rc, err = proc.stdout, proc.returncode, proc.stderr
+        except subprocess.TimeoutExpired as exc:
+            out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            rc, err = None, f"hung for {timeout} s"
+        began: Optional[str] = None
+        for line in out.splitlines():
+            if line.startswith("BEGIN "):
+                began = json.loads(line[6:])
+            elif line.startswith("RESULT "):
+                res = json.loads(line[7:])
+                results[res.pop("id")] = res
+                began = None
+        if began is not None:  # the interpreter died (or hung) inside this row
+            how = f"exit status {rc}" if rc is not None else err
+            results[began] = {"status": "crash", "detail": f"the interpreter died in this row ({how}): {err[-2000:]}"}
+        elif rc != 0 and not all(i in results for i in pending):
+            raise RuntimeError(f"catalogue subprocess failed before its first row (rc={rc}): {err[-3000:]}")
+        pending = [i for i in pending if i not in results]
+    return results
+
+
+@pytest.fixture(scope="module")
+def catalogue_results():
+    return run_catalogue_in_subprocesses(list(ROWS))
+
+
+def test_catalogue_runs_to_the_end_without_a_crash(catalogue_results):
+    assert set(catalogue_results) == set(ROWS)
+    crashed = {k: v["detail"] for k, v in catalogue_results.items() if v["status"] == "crash"}
+    assert not crashed, f"rows that killed or hung the interpreter: {crashed}"
+    failed = {k: v["detail"] for k, v in catalogue_results.items() if v["status"] == "fail"}
+    assert not failed, "rows that did not raise as expected:\n" + "\n".join(f"  {k}: {d}" for k, d in failed.items())
+    ran = [k for k, v in catalogue_results.items() if v["status"] == "ok"]
+    assert ran, "no row ran"
+
+
+def _param(row: Row):
+    marks = []
+    op = row.op.split(".")[0]
+    if row.op.startswith("ops."):
+        marks.append(pytest.mark.skipif(not _op_available(row.op), reason=f"torch.ops.tensorops.{row.op[4:]} not registered (extension not compiled)"))
+    else:
+        marks.append(needs(op))
+    if row.gpu:
+        marks.append(pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (mixed devices)"))
+    return pytest.param(row, id=row.id, marks=marks)
+
+
+@pytest.mark.parametrize("row", [_param(r) for r in CATALOGUE])
+def test_row(row, catalogue_results):
+    res = catalogue_results[row.id]
+    assert res["status"] == "ok", f"{row.id}: {res['detail']}"
+
+
+@pytest.mark.parametrize("row", [_param(r) for r in CATALOGUE if r.op == "normalize" and not r.gpu])
+def test_row_in_process(row):
+    """The normalize rows again in this interpreter, for a traceback when one fails."""
+    exc = row.exc if isinstance(row.exc, tuple) else (row.exc,)
+    with pytest.raises(exc, match=row.match):
+        _call(row)
+
+
+# ---- statistics tensors are data: not value-checked (that would need a device sync), IEEE like torch -------
+@needs("normalize")
+@pytest.mark.parametrize("bad", ["nan_mean", "inf_mean", "zero_std", "inf_std"])
+def test_tensor_statistics_with_non_finite_values_propagate_like_torch(bad):
+    x = torch.randint(0, 256, (2, 3, 4, 4), dtype=torch.uint8)
+    mean, std = torch.tensor(M).view(3, 1, 1), torch.tensor(S).view(3, 1, 1)
+    which, value = {"nan_mean": ("m", NAN), "inf_mean": ("m", INF), "zero_std": ("s", 0.0), "inf_std": ("s", INF)}[bad]
+    (mean if which == "m" else std)[1] = value
+    out = tensorops.normalize(x, mean, std)
+    ref = (x.float() / 255 - mean) / std
+    torch.testing.assert_close(out, ref, equal_nan=True)

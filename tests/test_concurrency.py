@@ -1,0 +1,401 @@
+"""Concurrency and processes: Python threads, DataLoader workers (fork and spawn), the Normalize module's
+pickling/copying/state_dict, torch.compile and TorchScript pipelines, and on a GPU non-default streams, CUDA
+graph capture and a second device."""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import io
+import pickle
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Dict, List, Tuple
+
+import pytest
+import torch
+from torch import nn
+from torch.testing import assert_close
+
+import tensorops
+from _datasets import NormalizedImages
+from _robust import has, needs
+from conftest import requires_compiled
+
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+HAS_CUDA_KERNELS = torch.cuda.is_available() and tensorops.build_info()["cuda"]
+requires_gpu = pytest.mark.skipif(not HAS_CUDA_KERNELS, reason="needs a CUDA GPU and tensorops built with CUDA kernels")
+requires_two_gpus = pytest.mark.skipif(
+    not (HAS_CUDA_KERNELS and torch.cuda.device_count() >= 2), reason="needs two CUDA GPUs"
+)
+
+
+# ---- one case per op: CPU inputs from a seed, the op on some device, the expected result from native torch --------
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def _stats64(vals, nd=4, dim=1):
+    shape = [1] * nd
+    shape[dim] = len(vals)
+    return torch.tensor(vals, dtype=torch.float64).view(shape)
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    op: str  # the public name the case needs
+    make: Callable[[torch.Generator], Tuple[torch.Tensor, ...]]  # CPU inputs
+    run: Callable[..., List[torch.Tensor]]  # the tensorops call(s) on inputs (any device)
+    expected: Callable[..., List[torch.Tensor]]  # native torch on the CPU inputs
+
+
+def _clamp_inplace(x):
+    out = tensorops.clamp_(x, min=-0.25)
+    assert out is x, "clamp_ must return its input"
+    return [x]
+
+
+_SHARED_NORMALIZE = tensorops.Normalize(MEAN, STD) if has("Normalize") else None
+
+CASES: Dict[str, Case] = {
+    "normalize_list": Case(
+        "normalize",
+        lambda g: (torch.randint(0, 256, (4, 3, 64, 48), dtype=torch.uint8, generator=g),),
+        lambda x: [tensorops.normalize(x, MEAN, STD)],
+        lambda x: [((x.double() / 255 - _stats64(MEAN)) / _stats64(STD)).float()],
+    ),
+    "normalize_nhwc_half": Case(
+        "normalize",
+        lambda g: (torch.randint(0, 256, (2, 40, 36, 3), dtype=torch.uint8, generator=g),),
+        lambda x: [tensorops.normalize(x, MEAN, STD, dim=-1, dtype=torch.float16)],
+        lambda x: [((x.double() / 255 - _stats64(MEAN, dim=3)) / _stats64(STD, dim=3)).half()],
+    ),
+    "Normalize_module_shared": Case(
+        "Normalize",
+        lambda g: (torch.randint(0, 256, (4, 3, 64, 48), dtype=torch.uint8, generator=g),),
+        lambda x: [_SHARED_NORMALIZE(x)],  # one module instance used by every thread at once
+        lambda x: [((x.double() / 255 - _stats64(MEAN)) / _stats64(STD)).float()],
+    ),
+    "normalize_tensor": Case(
+        "normalize",
+        lambda g: (torch.rand(4, 3, 32, 40, generator=g), torch.rand(4, 3, 1, 1, generator=g),
+                   torch.rand(1, 3, 1, 1, generator=g) + 0.5),
+        lambda x, m, s: [tensorops.normalize(x, m, s)],
+        lambda x, m, s: [((x.double() - m.double()) / s.double()).float()],
+    ),
+    "clamp_numbers": Case(
+        "clamp",
+        lambda g: (torch.randn(4, 3, 64, 48, generator=g),),
+        lambda x: [tensorops.clamp(x, min=-0.5, max=0.7)],
+        lambda x: [x.clamp(-0.5, 0.7)],
+    ),
+    "clamp_tensors": Case(
+        "clamp",
+        lambda g: (torch.randn(4, 3, 64, 48, generator=g), torch.randn(1, 3, 1, 48, generator=g) - 1),
+        lambda x, lo: [tensorops.clamp(x, min=lo, max=lo + 1.5)],
+        lambda x, lo: [torch.clamp(x, lo, lo + 1.5)],
+    ),
+    "clamp_inplace": Case(
+        "clamp_",
+        lambda g: (torch.randn(4, 3, 64, 48, generator=g),),
+        _clamp_inplace,
+        lambda x: [x.clamp(min=-0.25)],
+    ),
+    "cat": Case(
+        "cat",
+        lambda g: tuple(torch.randn(4, c, 33, 17, generator=g) for c in (1, 3, 2)),
+        lambda *ts: [tensorops.cat(list(ts), dim=1)],
+        lambda *ts: [torch.cat(ts, dim=1)],
+    ),
+    "split": Case(
+        "split",
+        lambda g: (torch.randn(4, 6, 40, 32, generator=g),),
+        lambda x: [*tensorops.split(x, [1, 2, 3], dim=1), *tensorops.split(x, 7, dim=2)],
+        lambda x: [*torch.split(x, [1, 2, 3], dim=1), *torch.split(x, 7, dim=2)],
+    ),
+}
+
+
+def check(got: List[torch.Tensor], exp: List[torch.Tensor], what: str = "") -> None:
+    assert len(got) == len(exp), f"{what}: {len(got)} outputs, expected {len(exp)}"
+    for i, (a, b) in enumerate(zip(got, exp)):
+        a = a.cpu()
+        assert a.dtype == b.dtype and a.shape == b.shape, f"{what}[{i}]: {a.dtype}{tuple(a.shape)} != {b.dtype}{tuple(b.shape)}"
+        tol = 1e-3 if b.dtype == torch.float16 else 1e-5
+        assert_close(a, b, rtol=tol, atol=tol, msg=lambda m: f"{what}[{i}]: {m}")
+
+
+def run_case(name: str, seed: int, device: str = "cpu") -> None:
+    case = CASES[name]
+    inputs = case.make(_gen(seed))
+    expected = case.expected(*[t.clone() for t in inputs])
+    check(case.run(*[t.to(device, copy=True) for t in inputs]), expected, f"{name} seed {seed}")
+
+
+def available_cases():
+    return [name for name, case in CASES.items() if has(case.op)]
+
+
+def case_params():
+    return [pytest.param(name, marks=needs(case.op), id=name) for name, case in CASES.items()]
+
+
+# ---- threads -------------------------------------------------------------------------------------------------
+def test_threads_calling_every_op_at_once():
+    names = available_cases()
+    assert names, "no op to test"
+    barrier = threading.Barrier(4)
+
+    def worker(t):
+        barrier.wait()  # all threads start together
+        for it in range(12):
+            for k, name in enumerate(names):
+                run_case(name, 10_000 * t + 100 * it + k)
+        return t
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        done = sorted(f.result(timeout=300) for f in [pool.submit(worker, t) for t in range(4)])
+    assert done == [0, 1, 2, 3]
+
+
+@needs("normalize")
+def test_threads_with_autograd():
+    barrier = threading.Barrier(3)
+
+    def worker(t):
+        g = _gen(t)
+        barrier.wait()
+        for _ in range(20):
+            x = torch.rand(2, 3, 16, 16, generator=g, dtype=torch.float64).requires_grad_()
+            m = torch.rand(2, 3, 1, 1, generator=g, dtype=torch.float64).requires_grad_()
+            s = (torch.rand(1, 3, 1, 1, generator=g, dtype=torch.float64) + 0.5).requires_grad_()
+            w = torch.randn(2, 3, 16, 16, generator=g, dtype=torch.float64)
+            got = torch.autograd.grad((tensorops.normalize(x, m, s) * w).sum(), (x, m, s))
+            exp = torch.autograd.grad((((x - m) / s) * w).sum(), (x, m, s))
+            for a, b in zip(got, exp):
+                assert_close(a, b)
+        return t
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        assert sorted(f.result(timeout=300) for f in [pool.submit(worker, t) for t in range(3)]) == [0, 1, 2]
+
+
+# ---- DataLoader workers ------------------------------------------------------------------------------------------
+@needs("normalize")
+@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+def test_dataloader_workers(start_method):
+    import multiprocessing
+
+    if start_method not in multiprocessing.get_all_start_methods():
+        pytest.skip(f"no {start_method} start method on this platform")
+    # use the intra-op thread pool in this process first: forking after it started is the classic hang
+    tensorops.normalize(torch.zeros(16, 3, 256, 256, dtype=torch.uint8), MEAN, STD)
+    ds = NormalizedImages(n=24)
+    loader = torch.utils.data.DataLoader(
+        ds, batch_size=4, num_workers=2, multiprocessing_context=start_method, timeout=120, shuffle=False
+    )
+    seen = []
+    for batch, idx in loader:
+        assert batch.shape == (len(idx), 3, 24, 20) and batch.dtype == torch.float32
+        for b, i in zip(batch, idx.tolist()):
+            assert_close(b, ds.expected(i), rtol=1e-5, atol=1e-5, msg=lambda m: f"sample {i}: {m}")
+        seen += idx.tolist()
+    assert seen == list(range(24))
+
+
+# ---- the Normalize module: pickle, deepcopy, state_dict, changed buffers ------------------------------------------
+def _img(shape=(2, 3, 6, 5), seed=0):
+    return torch.randint(0, 256, shape, dtype=torch.uint8, generator=_gen(seed))
+
+
+@needs("Normalize")
+def test_normalize_module_pickle_deepcopy_state_dict():
+    mod = tensorops.Normalize([0.1, 0.2, 0.3, 0.4], [0.5, 0.6, 0.7, 0.8], dim=-1, dtype=torch.float16, scale=1 / 128)
+    x = _img((2, 5, 7, 4))
+    ref = mod(x)
+    for name, other in [
+        ("pickle", pickle.loads(pickle.dumps(mod))),
+        ("deepcopy", copy.deepcopy(mod)),
+    ]:
+        assert (other.dim, other.dtype, other.scale) == (-1, torch.float16, 1 / 128), name
+        assert torch.equal(other(x), ref), name
+    buf = io.BytesIO()
+    torch.save(mod, buf)
+    buf.seek(0)
+    loaded = torch.load(buf, weights_only=False)
+    assert torch.equal(loaded(x), ref)
+    # state_dict into a module built with other statistics
+    fresh = tensorops.Normalize([0.0] * 4, [1.0] * 4, dim=-1, dtype=torch.float16, scale=1 / 128)
+    fresh.load_state_dict(mod.state_dict())
+    assert torch.equal(fresh(x), ref)
+    buf = io.BytesIO()
+    torch.save(mod.state_dict(), buf)
+    buf.seek(0)
+    fresh2 = tensorops.Normalize([0.0] * 4, [1.0] * 4, dim=-1, dtype=torch.float16, scale=1 / 128)
+    fresh2.load_state_dict(torch.load(buf))
+    assert torch.equal(fresh2(x), ref)
+    # a deep copy is independent of the original
+    twin = copy.deepcopy(mod)
+    with torch.no_grad():
+        twin.mean.zero_()
+    assert torch.equal(mod(x), ref) and not torch.equal(twin(x), ref)
+
+
+@needs("Normalize")
+def test_normalize_module_sees_changed_buffers():
+    """Regression: forward used numbers cached at construction, ignoring buffers changed afterwards."""
+    x = _img()
+    mod = tensorops.Normalize(MEAN, STD)
+    mod(x)
+
+    def expect(m, s):
+        return tensorops.normalize(x, m, s)
+
+    with torch.no_grad():
+        mod.mean.fill_(0.25)  # in place
+    assert_close(mod(x), expect([0.25] * 3, STD))
+    mod.std = torch.tensor([0.5, 1.0, 2.0])  # replaced
+    assert_close(mod(x), expect([0.25] * 3, [0.5, 1.0, 2.0]))
+    mod.load_state_dict({"mean": torch.tensor(MEAN), "std": torch.tensor(STD)})
+    assert_close(mod(x), expect(MEAN, STD))
+    mod.double()
+    assert_close(mod(x), expect(MEAN, STD))
+    clone = pickle.loads(pickle.dumps(mod))
+    with torch.no_grad():
+        clone.std.mul_(2)
+    assert_close(clone(x), expect(MEAN, [2 * s for s in STD]))
+
+
+# ---- torch.compile / TorchScript ------------------------------------------------------------------------------
+class Preprocess(nn.Module):
+    """uint8 NCHW images -> normalize -> clamp -> split channels -> cat in BGR order -> conv."""
+
+    def __init__(self, full: bool) -> None:
+        super().__init__()
+        self.full = full
+        self.norm = tensorops.Normalize(MEAN, STD)
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, img: torch.Tensor, bound: torch.Tensor) -> torch.Tensor:
+        y = self.norm(img)
+        y = tensorops.normalize(y, [0.0], [2.0], dim=1)  # the functional form too, with a float input
+        if self.full:
+            y = tensorops.clamp(y, min=-bound, max=bound)
+            r, g, b = tensorops.split(y, [1, 1, 1], dim=1)
+            y = tensorops.cat([b, g, r], dim=1)
+        return self.conv(y)
+
+
+def _compile_case(full: bool, backend: str):
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = Preprocess(full)
+    img = _img((2, 3, 16, 12), seed=3)
+    bound = torch.rand(1, 3, 1, 1) + 0.2
+    eager = model(img, bound)
+    eager.sum().backward()
+    eager_grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    compiled = torch.compile(model, fullgraph=True, backend=backend)
+    out = compiled(img, bound)
+    assert_close(out, eager, rtol=1e-5, atol=1e-5)
+    out.sum().backward()
+    for p, g in zip(model.parameters(), eager_grads):
+        assert_close(p.grad, g, rtol=1e-5, atol=1e-5)
+    # a second batch with other values reuses the graph and still matches
+    img2 = _img((2, 3, 16, 12), seed=4)
+    assert_close(compiled(img2, bound), model(img2, bound), rtol=1e-5, atol=1e-5)
+
+
+@requires_compiled
+@needs("normalize", "clamp", "split", "cat")
+@pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
+def test_compile_fullgraph_pipeline_all_ops(backend):
+    _compile_case(True, backend)
+
+
+@requires_compiled
+@needs("normalize")
+@pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
+def test_compile_fullgraph_pipeline_normalize(backend):
+    _compile_case(False, backend)
+
+
+@requires_compiled
+@needs("normalize")
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # torch.jit.* deprecation notices
+def test_torchscript_through_torch_ops():
+    @torch.jit.script
+    def preprocess(img: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
+        y = torch.ops.tensorops.normalize(img, [0.485, 0.456, 0.406], [0.229, 0.224, 0.225], 1, 1.0 / 255.0,
+                                          torch.float32, torch.preserve_format)
+        return torch.ops.tensorops.normalize_tensor(y, mean, std, 1.0, torch.float16, torch.contiguous_format)
+
+    img = _img((2, 3, 8, 8)).contiguous(memory_format=torch.channels_last)
+    mean, std = torch.rand(2, 3, 1, 1), torch.rand(1, 3, 1, 1) + 0.5
+    out = preprocess(img, mean, std)
+    step = tensorops.normalize(img, MEAN, STD)
+    assert_close(out, tensorops.normalize(step, mean, std, dtype=torch.float16, memory_format=torch.contiguous_format))
+    assert out.is_contiguous() and out.dtype == torch.float16
+    assert "tensorops::normalize" in str(preprocess.graph)
+    # and it survives save/load like any scripted function
+    buf = io.BytesIO()
+    torch.jit.save(preprocess, buf)
+    buf.seek(0)
+    assert torch.equal(torch.jit.load(buf)(img, mean, std), out)
+
+
+# ---- CUDA: streams, graphs, a second device ------------------------------------------------------------------------
+@requires_gpu
+@pytest.mark.parametrize("name", case_params())
+def test_cuda_non_default_stream(name):
+    case = CASES[name]
+    inputs = case.make(_gen(7))
+    expected = case.expected(*[t.clone() for t in inputs])
+    staged = [t.cuda() for t in inputs]
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        # the op's inputs are written on the side stream after a long sleep: a kernel launched on any other
+        # stream would read them before they are there
+        torch.cuda._sleep(100_000_000)
+        dev_inputs = [t.clone() for t in staged]
+        got = case.run(*dev_inputs)
+    side.synchronize()
+    check(got, expected, f"{name} on a side stream")
+
+
+@requires_gpu
+@pytest.mark.parametrize("name", case_params())
+def test_cuda_graph_capture(name):
+    case = CASES[name]
+    static = [t.cuda() for t in case.make(_gen(0))]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            case.run(*[t.clone() for t in static])  # warm up (allocator, caches) outside the capture
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outs = case.run(*static)
+    for seed in (1, 2):  # new values into the static inputs, replay, compare
+        new = case.make(_gen(seed))
+        for dst, src in zip(static, new):
+            dst.copy_(src)
+        graph.replay()
+        torch.cuda.synchronize()
+        check(outs, case.expected(*new), f"{name} replayed from a CUDA graph, seed {seed}")
+
+
+@requires_two_gpus
+@pytest.mark.parametrize("name", case_params())
+def test_cuda_second_device(name):
+    case = CASES[name]
+    inputs = case.make(_gen(11))
+    expected = case.expected(*[t.clone() for t in inputs])
+    with torch.cuda.device(0):  # current device 0, tensors on cuda:1: no device-0 assumption may leak in
+        got = case.run(*[t.to("cuda:1") for t in inputs])
+        for t in got:
+            assert t.device == torch.device("cuda:1"), t.device
+    torch.cuda.synchronize(1)
+    check(got, expected, f"{name} on cuda:1")
