@@ -129,7 +129,9 @@ def _fwd_bwd_case(shape: Shape, compile_grids=("smoke", "quick", "full")) -> Cas
 def cases(device: torch.device, grid: str) -> List[Case]:
     big = (256, 3, 224, 224) if device.type == "cuda" else (128, 3, 224, 224)
     if grid == "smoke":
-        return [_fwd_case((1, 3, 8, 8), "float32", "tensor"), _fwd_bwd_case((1, 3, 5, 7), compile_grids=())]
+        # The smoke grid compiles only normalize's first row: one torch.compile checks the harness path.
+        return [_fwd_case((1, 3, 8, 8), "float32", "tensor", compile_grids=()),
+                _fwd_bwd_case((1, 3, 5, 7), compile_grids=())]
     if grid == "quick":
         out = [
             _fwd_case((1, 3, 8, 8), "float32", "scalar"),
