@@ -180,6 +180,8 @@ def format_summary(s: Dict[str, Any]) -> str:
             )
     else:
         lines.append("benchmarks: not run")
+    if meta.get("plot_error"):
+        lines.append(f"  plot not written: {meta['plot_error']}")
     for sk in s.get("bench_skipped", []):
         lines.append(f"  skipped: {sk.get('reason')}")
     lines.append("RESULT: " + ("all clean" if s["ok"] else "PROBLEMS: " + "; ".join(s["problems"])))

@@ -31,9 +31,13 @@ import torch.utils.benchmark as tbench
 GRIDS = ("smoke", "quick", "full")
 # Seconds each timed statement runs for (blocked_autorange's min_run_time), per grid.
 MIN_RUN_TIME = {"smoke": 0.002, "quick": 0.04, "full": 0.2}
+# ... but at least this many timed blocks, so a median of a slow statement is a median and not one sample
+# (each statement gets at most MAX_STMT_S seconds for that).
+MIN_SAMPLES = {"smoke": 1, "quick": 3, "full": 5}
+MAX_STMT_S = 3.0
 # A safety net so --quick keeps its time limit on a slow machine: once this many seconds went into
 # torch.compile (cold caches), the remaining rows of the run skip their compiled column, and say so.
-COMPILE_BUDGET_S = {"smoke": 60.0, "quick": 50.0, "full": 300.0}
+COMPILE_BUDGET_S = {"smoke": 60.0, "quick": 60.0, "full": 300.0}
 
 IMPLS = ("eager", "compile", "tensorops")
 
@@ -93,17 +97,22 @@ class Case:
 # timing
 
 
-def measure(stmt: Callable[[], Any], min_run_time: float) -> float:
-    """Median seconds per call of ``stmt`` (Timer synchronizes CUDA around its blocks)."""
+def measure(stmt: Callable[[], Any], min_run_time: float, min_samples: int = 1) -> float:
+    """Median seconds per call of ``stmt`` (Timer synchronizes CUDA around its blocks), over at least
+    ``min_samples`` blocks when that fits in MAX_STMT_S."""
     timer = tbench.Timer(stmt="stmt()", globals={"stmt": stmt}, num_threads=torch.get_num_threads())
+    if min_samples > 1:
+        single = timer.timeit(1).mean  # also a warm-up
+        min_run_time = max(min_run_time, min(min_samples * single * 1.05, MAX_STMT_S))
     return float(timer.blocked_autorange(min_run_time=min_run_time).median)
 
 
 class CopyBaseline:
     """``dst.copy_(src)`` moving ``nbytes`` (half read, half written), measured once per (device, nbytes)."""
 
-    def __init__(self, min_run_time: float) -> None:
+    def __init__(self, min_run_time: float, min_samples: int = 1) -> None:
         self.min_run_time = min_run_time
+        self.min_samples = min_samples
         self.cache: Dict[Tuple[str, int], float] = {}
 
     def __call__(self, device: torch.device, nbytes: int) -> float:
@@ -113,7 +122,7 @@ class CopyBaseline:
             src = torch.randint(0, 256, (n,), dtype=torch.uint8, device=device)
             dst = torch.empty_like(src)
             dst.copy_(src)
-            self.cache[key] = measure(lambda: dst.copy_(src), self.min_run_time)
+            self.cache[key] = measure(lambda: dst.copy_(src), self.min_run_time, self.min_samples)
             del src, dst
         return self.cache[key]
 
@@ -164,6 +173,7 @@ def run_case(
     min_run_time: float,
     do_compile: bool,
     compile_skip: str = "",
+    min_samples: int = 1,
 ) -> Dict[str, Any]:
     """Time one case and return its row (a flat dict with ROW_KEYS)."""
     notes = [case.notes] if case.notes else []
@@ -177,8 +187,8 @@ def run_case(
     expected = eager_stmt()
     check = check_same(expected, tops_stmt())
     del expected
-    times["eager"] = measure(eager_stmt, min_run_time)
-    times["tensorops"] = measure(tops_stmt, min_run_time)
+    times["eager"] = measure(eager_stmt, min_run_time, min_samples)
+    times["tensorops"] = measure(tops_stmt, min_run_time, min_samples)
 
     if case.no_compile_reason:
         compile_error = f"not run: {case.no_compile_reason}"
@@ -202,10 +212,10 @@ def run_case(
             compile_error = _short_error(exc)
         compile_warmup = time.perf_counter() - t0
         if compile_error is None:
-            times["compile"] = measure(compiled_stmt, min_run_time)
+            times["compile"] = measure(compiled_stmt, min_run_time, min_samples)
         compiled = compiled_stmt = None  # type: ignore[assignment]
 
-    extras = {name: measure(stmt, min_run_time) for name, stmt in bench.extras.items()}
+    extras = {name: measure(stmt, min_run_time, min_samples) for name, stmt in bench.extras.items()}
     del bench, eager_stmt, tops_stmt
     copy_s = copy(device, case.nbytes)
 
@@ -381,7 +391,7 @@ def run(
         plan += [(dev, c) for c in cases]
         skipped += sk
 
-    copy = CopyBaseline(mrt)
+    copy = CopyBaseline(mrt, MIN_SAMPLES[grid])
     rows: List[Dict[str, Any]] = []
     compile_spent = 0.0
     budget = COMPILE_BUDGET_S[grid]
@@ -398,6 +408,7 @@ def run(
             row = run_case(
                 case, dev, grid, copy, mrt, do_compile and not over,
                 compile_skip=f"compile budget of {budget:.0f} s for this grid spent" if over else "",
+                min_samples=MIN_SAMPLES[grid],
             )
             compile_spent += row["compile_warmup_s"] or 0.0
             rows.append(row)
@@ -417,6 +428,7 @@ def run(
         "devices": [str(d) for d in devices],
         "ops": list(ops),
         "min_run_time_s": mrt,
+        "min_samples": MIN_SAMPLES[grid],
         "compile": do_compile,
         "compile_seconds_total": compile_spent,
         "wall_s": time.perf_counter() - start,
