@@ -145,7 +145,11 @@ def check_same(expected: Any, actual: Any) -> str:
             if e.shape != a.shape or e.dtype != a.dtype:
                 return f"mismatch: tensor {i} is {a.dtype}{tuple(a.shape)}, native gives {e.dtype}{tuple(e.shape)}"
             if e.is_floating_point():
-                torch.testing.assert_close(a, e, rtol=1e-2 if e.element_size() < 4 else 1e-4, atol=1e-2 if e.element_size() < 4 else 1e-4)
+                # Loose enough for a different summation order in reduced gradients (sums over millions of
+                # elements), tight enough that a broken kernel's garbage never passes.
+                tol = 1e-2 if e.element_size() < 4 else 1e-3
+                scale = max(1.0, float(e.abs().max())) if e.numel() else 1.0
+                torch.testing.assert_close(a, e, rtol=tol, atol=tol * scale, equal_nan=True)
             else:
                 torch.testing.assert_close(a, e, rtol=0, atol=0)
     except AssertionError as exc:

@@ -188,7 +188,7 @@ def run_clamp(device: torch.device) -> None:
     for dtype in (torch.float32, torch.float64, torch.float16):
         def backward(dtype=dtype):
             x = _unaligned((2, 3, 5, 7), dtype, device)
-            x[0, 0, 0, :3] = torch.tensor([-0.5, 0.5, 0.0], dtype=dtype)  # ties with the bounds
+            x[0, 0, 0, :3] = torch.tensor([-0.5, 0.5, 0.0], dtype=dtype, device=device)  # ties with the bounds
             x.requires_grad_()
             lo = torch.tensor([-0.5, -0.2, 0.3], dtype=dtype, device=device).view(1, 3, 1, 1).requires_grad_()
             hi = torch.tensor([0.5, -0.3, 0.9], dtype=dtype, device=device).view(1, 3, 1, 1).requires_grad_()

@@ -135,6 +135,17 @@ def test_every_family_runs_with_the_issue_signatures(all_families):
         assert row["compile_error"].startswith("not run")
 
 
+def test_check_same_catches_wrong_results_not_rounding():
+    e = torch.randn(1000, dtype=torch.float64).float() * 100
+    assert harness.check_same(e, e * (1 + 1e-6)) == "ok"
+    assert harness.check_same((e, e.sum()), (e, e.sum() + 1e-3)) == "ok"  # another summation order
+    assert harness.check_same(e, e.flip(0)).startswith("mismatch")
+    assert harness.check_same((e, e), (e,)).startswith("mismatch")
+    assert harness.check_same(e, e.half()).startswith("mismatch: tensor 0 is torch.float16")
+    i = torch.arange(10)
+    assert harness.check_same(i, i) == "ok" and harness.check_same(i, i + 1).startswith("mismatch")
+
+
 def _find(cases, **want):
     return [c for c in cases if all(getattr(c, k) == v for k, v in want.items())]
 
