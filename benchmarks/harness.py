@@ -561,7 +561,8 @@ def format_table(result: Dict[str, Any]) -> str:
 
 
 def plot(result: Dict[str, Any], path: str) -> None:
-    """Speedup of tensorops over native eager against bytes moved, one line per (device, series), log x."""
+    """Speedup of tensorops over native eager against bytes moved, log-log, one line per series (a family of
+    rows differing only in size); one panel per (device, op family) so the lines stay readable."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -569,26 +570,44 @@ def plot(result: Dict[str, Any], path: str) -> None:
 
     rows = [r for r in result["rows"] if r["speedup_vs_eager"]]
     devices = sorted({r["device"] for r in rows}) or ["cpu"]
-    fig, axes = plt.subplots(1, len(devices), figsize=(9 * len(devices), 6), squeeze=False)
-    for ax, dev in zip(axes[0], devices):
-        series: Dict[str, List[Tuple[int, float]]] = {}
-        for r in rows:
-            if r["device"] == dev:
-                series.setdefault(r["series"], []).append((r["bytes"], r["speedup_vs_eager"]))
-        for name, pts in sorted(series.items()):
-            pts.sort()
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
-        ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("bytes moved by the op")
-        ax.set_ylabel("speedup vs native eager torch (x)")
-        meta = result["meta"]
+    families = [f for f in ("normalize", "clamp", "cat", "split") if any(r["op"].startswith(f) for r in rows)]
+    families = families or ["normalize"]
+    from matplotlib.ticker import FuncFormatter
+
+    ncols = min(2, len(families))
+    per_device = (len(families) + ncols - 1) // ncols
+    fig, axes = plt.subplots(per_device * len(devices), ncols, figsize=(7.5 * ncols, 4.8 * per_device * len(devices)),
+                             squeeze=False)
+    for k in range(len(families), ncols * per_device):  # the empty panel of an odd number of families
+        for i in range(len(devices)):
+            axes[i * per_device + k // ncols][k % ncols].set_visible(False)
+    times_x = FuncFormatter(lambda v, _: f"{v:g}x")
+    meta = result["meta"]
+    for i, dev in enumerate(devices):
         where = meta.get("gpu_name") if dev.startswith("cuda") else f"{meta['cpu_model']} x{meta['cpu_count']}"
-        ax.set_title(f"tensorops on {dev} ({where}), torch {meta['torch']}", fontsize=10)
-        ax.grid(True, which="both", alpha=0.3)
-        if series:
-            ax.legend(fontsize=7, loc="best")
+        for j, fam in enumerate(families):
+            ax = axes[i * per_device + j // ncols][j % ncols]
+            series: Dict[str, List[Tuple[int, float]]] = {}
+            for r in rows:
+                if r["device"] == dev and r["op"].startswith(fam):
+                    series.setdefault(r["series"], []).append((r["bytes"], r["speedup_vs_eager"]))
+            colors = plt.get_cmap("tab10" if len(series) <= 10 else "tab20")
+            for k, (name, pts) in enumerate(sorted(series.items())):
+                pts.sort()
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=colors(k), label=name)
+            ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(times_x)
+            ax.yaxis.set_minor_formatter(times_x)
+            ax.set_xlabel("bytes moved by the op")
+            ax.set_ylabel("speedup vs native eager (x)")
+            ax.set_title(f"{fam} on {dev} ({where})", fontsize=9)
+            ax.grid(True, which="both", alpha=0.3)
+            if series:
+                ax.legend(fontsize=7, loc="best")
+    fig.suptitle(f"tensorops {meta.get('tensorops_build_info', {}).get('version')} vs native torch "
+                 f"{meta['torch']} ({meta['grid']} grid; > 1 is faster)", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
