@@ -65,7 +65,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"{kind}: {path}")
     bad = [r for r in result["rows"] if r["check"] != "ok"]
     if bad:
-        print(f"error: tensorops gave a different result from native torch in {len(bad)} row(s)", file=sys.stderr)
+        print(f"error: tensorops failed or differed from native torch in {len(bad)} row(s):", file=sys.stderr)
+        for r in bad:
+            print(f"  {r['device']} {r['op']} {r['case']} {r['shape']} {r['dtype']} {r['layout']}: {r['check']}",
+                  file=sys.stderr)
         return 1
     return 0
 

@@ -188,18 +188,33 @@ def run_case(
 
     eager_stmt = bench.stmt(bench.eager)
     tops_stmt = bench.stmt(bench.tensorops)
-    expected = eager_stmt()
-    check = check_same(expected, tops_stmt())
-    del expected
-    times["eager"] = measure(eager_stmt, min_run_time, min_samples)
-    times["tensorops"] = measure(tops_stmt, min_run_time, min_samples)
+    # A raising op is recorded in the row (and fails the run at the end), not raised mid-grid.
+    expected = actual = None
+    try:
+        expected = eager_stmt()
+    except Exception as exc:
+        check = f"error: native torch raised {_short_error(exc)}"
+    else:
+        try:
+            actual = tops_stmt()
+        except Exception as exc:
+            check = f"error: tensorops raised {_short_error(exc)}"
+        else:
+            check = check_same(expected, actual)
+    if expected is not None:
+        times["eager"] = measure(eager_stmt, min_run_time, min_samples)
+    if actual is not None:
+        times["tensorops"] = measure(tops_stmt, min_run_time, min_samples)
+    del expected, actual
 
     if case.no_compile_reason:
         compile_error = f"not run: {case.no_compile_reason}"
     elif not do_compile:
         compile_error = f"not run: {compile_skip or 'disabled (--no-compile)'}"
+    elif times["eager"] is None:
+        compile_error = "not run: the eager expression failed"
     elif grid not in case.compile_grids:
-        compile_error = f"not run in the {grid} grid (the full grid times it)"
+        compile_error = f"not run in the {grid} grid" + (" (the full grid times it)" if grid != "full" else "")
     else:
         # One cache entry per case: dynamo keys its cache on the function's code, so rows that share an eager
         # function would otherwise pile up recompilations (and guard checks) on the same entry.
@@ -225,7 +240,8 @@ def run_case(
 
     t_ops = times["tensorops"]
     for name, t in extras.items():
-        notes.append(f"{name} {fmt_time(t)} (tensorops takes {_ratio(t_ops, t):.2f}x that)")
+        ratio = _ratio(t_ops, t)
+        notes.append(f"{name} {fmt_time(t)}" + ("" if ratio is None else f" (tensorops takes {ratio:.2f}x that)"))
     return {
         "op": case.op,
         "series": case.series,
@@ -508,7 +524,7 @@ def table_rows(rows: Sequence[Dict[str, Any]]) -> List[List[str]]:
     for r in rows:
         notes = []
         if r["check"] != "ok":
-            notes.append("WRONG RESULT: " + r["check"])
+            notes.append("PROBLEM: " + r["check"])
         if r["compile_error"] and not r["compile_error"].startswith("not run"):
             notes.append("compile failed: " + r["compile_error"][:60])
         if r["notes"]:

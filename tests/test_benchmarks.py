@@ -146,6 +146,21 @@ def test_check_same_catches_wrong_results_not_rounding():
     assert harness.check_same(i, i) == "ok" and harness.check_same(i, i + 1).startswith("mismatch")
 
 
+def test_a_raising_op_is_recorded_and_fails_the_cli(monkeypatch, tmp_path, capsys):
+    def broken(*args, **kwargs):
+        raise RuntimeError("kernel exploded")
+
+    monkeypatch.setattr(tensorops, "normalize", broken)
+    result = harness.run(devices=["cpu"], grid="smoke", ops=["normalize"], do_compile=False, progress=False,
+                         say=lambda msg: None)
+    for row in result["rows"]:
+        assert row["check"] == "error: tensorops raised RuntimeError: kernel exploded"
+        assert row["tensorops_s"] is None and row["eager_s"] > 0 and row["speedup_vs_eager"] is None
+    assert "PROBLEM: error: tensorops raised" in harness.format_table(result)
+    assert cli.main(["--smoke", "--no-compile", "--no-progress", "--ops", "normalize", "--out", str(tmp_path)]) == 1
+    assert "kernel exploded" in capsys.readouterr().err
+
+
 def _find(cases, **want):
     return [c for c in cases if all(getattr(c, k) == v for k, v in want.items())]
 
