@@ -236,3 +236,6 @@ if [[ " $STEPS " == *" summary "* ]]; then
 fi
 STEP="done"
 echo "gpu_check: all steps passed in $((SECONDS - T0)) s; results in $OUTDIR"
+if ((SECONDS - T0 > 360)); then
+    echo "gpu_check: warning: over the 6-minute budget; per-step times are in $OUTDIR/steps.txt"
+fi
