@@ -30,11 +30,11 @@ import torch.utils.benchmark as tbench
 
 GRIDS = ("smoke", "quick", "full")
 # Seconds each timed statement runs for (blocked_autorange's min_run_time), per grid.
-MIN_RUN_TIME = {"smoke": 0.002, "quick": 0.04, "full": 0.2}
+MIN_RUN_TIME = {"smoke": 0.002, "quick": 0.04, "full": 0.1}
 # ... but at least this many timed blocks, so a median of a slow statement is a median and not one sample
 # (each statement gets at most MAX_STMT_S seconds for that).
 MIN_SAMPLES = {"smoke": 1, "quick": 3, "full": 5}
-MAX_STMT_S = 3.0
+MAX_STMT_S = 2.0
 # A safety net so --quick keeps its time limit on a slow machine: once this many seconds went into
 # torch.compile (cold caches), the remaining rows of the run skip their compiled column, and say so.
 COMPILE_BUDGET_S = {"smoke": 60.0, "quick": 60.0, "full": 300.0}
