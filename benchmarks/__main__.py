@@ -27,6 +27,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--out", default=DEFAULT_OUT, help="directory for the JSON and PNG (default: benchmarks/results/)")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile column")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch intra-op threads for the run (default: torch's choice). On a machine other jobs "
+                   "are loading, --threads 1 avoids OpenMP threads waiting for a descheduled peer (that costs "
+                   "milliseconds per parallel op)")
     p.add_argument("--min-run-time", type=float, default=None,
                    help="seconds each statement is timed for (default depends on the grid)")
     args = p.parse_args(argv)
@@ -35,6 +39,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     bad = [o for o in ops if o not in OPS]
     if bad or not ops:
         p.error(f"--ops: unknown {bad}; choose from {','.join(OPS)}")
+    if args.threads is not None and args.threads < 1:
+        p.error("--threads must be >= 1")
     args.ops = list(dict.fromkeys(ops))
     return args
 
@@ -57,7 +63,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     grid = "smoke" if args.smoke else ("quick" if args.quick else "full")
     result = harness.run(
         devices=devices, grid=grid, ops=args.ops, out_dir=args.out, do_compile=not args.no_compile,
-        progress=not args.no_progress, min_run_time=args.min_run_time,
+        progress=not args.no_progress, min_run_time=args.min_run_time, threads=args.threads,
     )
     print(harness.format_table(result))
     for kind, path in result["files"].items():

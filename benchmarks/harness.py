@@ -384,11 +384,15 @@ def run(
     progress: bool = True,
     min_run_time: Optional[float] = None,
     say: Callable[[str], None] = print,
+    threads: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Run the grid and return ``{"meta": ..., "rows": [...], "skipped": [...], "files": {...}}``.
 
     With ``out_dir`` the JSON and the PNG are written there (file names say the devices and the grid).
+    ``threads`` sets torch's intra-op threads for the whole run (default: torch's choice, all cores).
     """
+    if threads is not None:
+        torch.set_num_threads(threads)
     if grid not in GRIDS:
         raise ValueError(f"grid must be one of {GRIDS}, got {grid!r}")
     unknown = [o for o in ops if o not in OPS]

@@ -210,7 +210,10 @@ def test_cli_rejects_bad_arguments():
     assert exc.value.code == 2
     with pytest.raises(SystemExit):
         cli.parse_args(["--device", "tpu"])
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--threads", "0"])
     assert cli.parse_args(["--ops", "cat_split"]).ops == ["cat", "split"]
+    assert cli.parse_args(["--threads", "1"]).threads == 1
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message given when there is no GPU")
