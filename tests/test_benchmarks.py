@@ -389,6 +389,27 @@ def test_script_fails_loudly_at_the_first_broken_step_and_keeps_its_output(tmp_p
     assert not (out / "build.log").exists(), "steps after the failing one must not run"
 
 
+def test_script_sanitizer_step_command_and_failure(tmp_path):
+    fake = _fake_bin(tmp_path, "compute-sanitizer", textwrap.dedent("""\
+        if [[ "$1" == --version ]]; then echo "Compute Sanitizer fake"; exit 0; fi
+        echo "args: $*"
+        echo "caching: ${PYTORCH_NO_CUDA_MEMORY_CACHING:-unset}"
+        echo "========= Invalid __global__ read of size 4 bytes"
+        echo "========= ERROR SUMMARY: 3 errors"
+        exit 1
+        """))
+    out = tmp_path / "out"
+    r = _run_script(["--steps", "memcheck,racecheck", str(out)], path_prepend=fake)
+    assert r.returncode == 1
+    assert "FAILED at step 'memcheck'" in r.stderr
+    assert "memcheck: 3 errors" in r.stderr  # the summary of what exists is printed on failure
+    log = (out / "memcheck.log").read_text()
+    assert "args: --tool memcheck --error-exitcode 1" in log
+    assert "-m benchmarks.sanitize_ops --device cuda" in log
+    assert "caching: 1" in log  # no caching allocator: memcheck sees each tensor's own bounds
+    assert not (out / "racecheck.log").exists()
+
+
 FAKE_SETUP = """
 import json, os, sys
 keep = ("FORCE_CUDA", "MAX_JOBS", "TORCH_CUDA_ARCH_LIST")
