@@ -148,7 +148,7 @@ gpu_arch() {
     if [[ ! "$cap" =~ ^[0-9]+\.[0-9]+$ ]]; then
         cap="$("$PYTHON" -c 'import torch; print("%d.%d" % torch.cuda.get_device_capability(0))')"
     fi
-    [[ "$cap" =~ ^[0-9]+\.[0-9]+$ ]] || { echo "could not read the GPU's compute capability (got '$cap')"; return 1; }
+    [[ "$cap" =~ ^[0-9]+\.[0-9]+$ ]] || { echo "could not read the GPU's compute capability (got '$cap')" >&2; return 1; }
     echo "$cap"
 }
 
