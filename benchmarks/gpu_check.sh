@@ -146,7 +146,7 @@ gpu_arch() {
     local cap
     cap="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | sed -n '1p' | tr -d '[:space:]')" || cap=""
     if [[ ! "$cap" =~ ^[0-9]+\.[0-9]+$ ]]; then
-        cap="$("$PYTHON" -c 'import torch; print("%d.%d" % torch.cuda.get_device_capability(0))')"
+        cap="$("$PYTHON" -c 'import torch; print("%d.%d" % torch.cuda.get_device_capability(0))')" || cap=""
     fi
     [[ "$cap" =~ ^[0-9]+\.[0-9]+$ ]] || { echo "could not read the GPU's compute capability (got '$cap')" >&2; return 1; }
     echo "$cap"

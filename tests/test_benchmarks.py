@@ -459,6 +459,16 @@ def test_script_build_command_for_the_local_gpu_arch(fake_repo, tmp_path):
     assert rec["env"] == {"FORCE_CUDA": "1", "MAX_JOBS": "3", "TORCH_CUDA_ARCH_LIST": "9.0"}
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the fallback arch query would succeed on a GPU")
+def test_script_build_without_a_readable_arch_fails_before_compiling(fake_repo, tmp_path):
+    fake = _fake_bin(tmp_path, "nvidia-smi", 'echo "[N/A]"\n')
+    out = tmp_path / "out"
+    r = _run_script(["--steps", "build", str(out)], path_prepend=fake, script=fake_repo / "benchmarks" / "gpu_check.sh")
+    assert r.returncode != 0 and "FAILED at step 'build'" in r.stderr
+    assert "could not read the GPU's compute capability" in (out / "build.log").read_text()
+    assert not (fake_repo / "build_record.json").exists(), "setup.py must not run without an arch"
+
+
 def test_script_build_failure_names_the_step(fake_repo, tmp_path):
     out = tmp_path / "out"
     r = _run_script(["--steps", "build", str(out)], env_extra={"FORCE_CUDA": "0", "FAKE_BUILD_FAIL": "1"},
