@@ -91,8 +91,8 @@ on_exit() {
     if ((rc != 0)); then
         {
             echo
-            if ((rc == 124)); then
-                echo "gpu_check: FAILED at step '$STEP': timed out (after $((SECONDS - T0)) s in total)"
+            if ((rc == 124 || rc == 137)); then
+                echo "gpu_check: FAILED at step '$STEP': timed out (exit code $rc, after $((SECONDS - T0)) s in total)"
             else
                 echo "gpu_check: FAILED at step '$STEP' (exit code $rc, after $((SECONDS - T0)) s in total)"
             fi
@@ -163,7 +163,7 @@ step_build() {
         echo "TORCH_CUDA_ARCH_LIST=$TORCH_CUDA_ARCH_LIST (this GPU only)"
     fi
     echo "MAX_JOBS=$MAX_JOBS"
-    FORCE_CUDA="$force" timeout 420 "$PYTHON" setup.py build_ext --inplace
+    FORCE_CUDA="$force" timeout -k 20 420 "$PYTHON" setup.py build_ext --inplace
     WANT_CUDA="$((1 - CPU_ONLY))" "$PYTHON" - "$OUTDIR/build_info.json" <<'EOF'
 import json, os, sys
 import tensorops
@@ -179,7 +179,7 @@ EOF
 }
 
 step_tests() {
-    timeout 300 "$PYTHON" -m pytest tests -k cuda -q -rfEs -p no:cacheprovider --junitxml="$OUTDIR/junit.xml"
+    timeout -k 20 300 "$PYTHON" -m pytest tests -k cuda -q -rfEs -p no:cacheprovider --junitxml="$OUTDIR/junit.xml"
 }
 
 find_sanitizer() {
@@ -211,7 +211,7 @@ sanitize() {
     version="$("$san" --version | tail -n 1)" || version="version unknown"
     echo "$san --tool $1 ($version)"
     # No caching allocator: each tensor is its own allocation, so an access just past a tensor faults.
-    PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 300 "$san" --tool "$1" --error-exitcode 1 --print-limit 50 \
+    PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout -k 20 300 "$san" --tool "$1" --error-exitcode 1 --print-limit 50 \
         "$PYTHON" -m benchmarks.sanitize_ops --device cuda
 }
 
@@ -219,7 +219,7 @@ step_memcheck() { sanitize memcheck; }
 step_racecheck() { sanitize racecheck; }
 
 step_bench() {
-    timeout 300 "$PYTHON" -m benchmarks --quick --device cuda --out "$OUTDIR" --no-progress
+    timeout -k 20 300 "$PYTHON" -m benchmarks --quick --device cuda --out "$OUTDIR" --no-progress
 }
 
 step_summary() {
