@@ -1,0 +1,484 @@
+"""The benchmark suite and the GPU validation tooling, tested without a GPU.
+
+* the harness on a tiny grid: JSON rows with every key and positive times, the table, the plot;
+* families missing from tensorops are skipped with a note; the grids hold the issues' performance-floor cases;
+* benchmarks/sanitize_ops.py's calls, on the CPU kernels;
+* benchmarks/gpu_summary.py on a synthetic junit XML, sanitizer logs and benchmark JSON;
+* benchmarks/gpu_check.sh's argument handling, its fail-loudly-and-keep-output behaviour, and the build command
+  it runs (in CPU mode and with a faked GPU arch query), against a stand-in setup.py so nothing is compiled.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+import tensorops
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "benchmarks" / "gpu_check.sh"
+try:  # `benchmarks` is not installed with the package: import it from the checkout
+    import benchmarks  # noqa: F401
+except ImportError:
+    sys.path.append(str(REPO))
+
+from benchmarks import gpu_summary, harness, sanitize_ops  # noqa: E402
+from benchmarks import __main__ as cli  # noqa: E402
+from benchmarks import cat_split as bench_cat_split  # noqa: E402
+from benchmarks import clamp as bench_clamp  # noqa: E402
+from benchmarks import normalize as bench_normalize  # noqa: E402
+
+CPU = torch.device("cpu")
+
+
+def _split_copy(x, sizes, dim=0):
+    return tuple(p.contiguous() for p in torch.split(x, sizes, dim))
+
+
+# Stand-ins with the signatures of issues 3-4, used only where the real op is not on this branch, so the
+# benchmark and sanitizer code for those families runs here too.
+STAND_INS = {"clamp": torch.clamp, "clamp_": torch.clamp_, "cat": torch.cat, "split": _split_copy}
+
+
+@pytest.fixture
+def all_families(monkeypatch):
+    for name, fn in STAND_INS.items():
+        if not hasattr(tensorops, name):
+            monkeypatch.setattr(tensorops, name, fn, raising=False)
+
+
+# ------------------------------------------------------------------------------------------------ the harness
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """One run of the smoke grid (normalize only: the family every branch has), compile included."""
+    out = tmp_path_factory.mktemp("bench")
+    result = harness.run(devices=["cpu"], grid="smoke", ops=["normalize"], out_dir=str(out), progress=False,
+                         say=lambda msg: None)
+    return result, out
+
+
+def test_smoke_json_has_rows_with_expected_keys(smoke):
+    result, out = smoke
+    path = Path(result["files"]["json"])
+    assert path.parent == out and path.exists()
+    data = json.loads(path.read_text())
+    assert data["rows"], "no rows"
+    for row in data["rows"]:
+        assert set(harness.ROW_KEYS) <= set(row), set(harness.ROW_KEYS) - set(row)
+        assert row["device"] == "cpu" and row["op"] == "normalize"
+        for key in ("eager_s", "tensorops_s", "copy_s"):
+            assert row[key] > 0, (key, row)
+        assert row["bytes"] > 0 and row["gbps"] > 0 and row["pct_of_copy"] > 0
+        assert row["speedup_vs_eager"] == pytest.approx(row["eager_s"] / row["tensorops_s"])
+        assert row["check"] == "ok"
+        assert any(name.startswith("out.copy_(x)") for name in row["extras_s"])
+    meta = data["meta"]
+    for key in ("cpu_model", "cpu_count", "torch", "tensorops_build_info", "gpu_name", "grid", "wall_s"):
+        assert key in meta
+    assert meta["tensorops_build_info"] == tensorops.build_info()
+    png = Path(result["files"]["png"])
+    assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_smoke_compile_column(smoke):
+    result, _ = smoke
+    compiled_rows = [r for r in result["rows"] if not (r["compile_error"] or "").startswith("not run")]
+    assert compiled_rows, "the smoke grid should compile at least one row"
+    for row in compiled_rows:
+        if row["compile_error"]:
+            pytest.skip(f"torch.compile is unavailable on this machine: {row['compile_error']}")
+        assert row["compile_s"] > 0 and row["speedup_vs_compile"] > 0
+        assert row["compile_warmup_s"] > 0
+
+
+def test_table_is_aligned(smoke):
+    result, _ = smoke
+    text = harness.format_table(result)
+    lines = text.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("device"))
+    body = lines[header + 2: header + 2 + len(result["rows"])]
+    assert len(body) == len(result["rows"])
+    # Right-aligned numeric columns end at the same offset on every line: check the '% copy' column.
+    end = lines[header].index("% copy") + len("% copy")
+    for line in body:
+        assert line[end - 1] == "%", line
+    assert set(lines[header + 1].replace(" ", "")) == {"-"}
+
+
+def test_missing_family_is_skipped_with_a_note(monkeypatch):
+    monkeypatch.delattr(tensorops, "normalize")
+    notes = []
+    cases, skipped = harness.collect_cases(CPU, "smoke", ["normalize"], say=notes.append)
+    assert cases == []
+    assert [s["name"] for s in skipped] == ["normalize"]
+    assert "no `normalize`" in notes[0]
+
+
+def test_every_family_runs_with_the_issue_signatures(all_families):
+    result = harness.run(devices=["cpu"], grid="smoke", ops=["clamp", "cat", "split"], do_compile=False,
+                         progress=False, say=lambda msg: None)
+    ops = {r["op"] for r in result["rows"]}
+    assert ops == {"clamp", "clamp_fwd_bwd", "cat", "split"}
+    for row in result["rows"]:
+        assert row["check"] == "ok", row
+        assert row["tensorops_s"] > 0 and row["eager_s"] > 0
+        assert row["compile_error"].startswith("not run")
+
+
+def test_check_same_catches_wrong_results_not_rounding():
+    e = torch.randn(1000, dtype=torch.float64).float() * 100
+    assert harness.check_same(e, e * (1 + 1e-6)) == "ok"
+    assert harness.check_same((e, e.sum()), (e, e.sum() + 1e-3)) == "ok"  # another summation order
+    assert harness.check_same(e, e.flip(0)).startswith("mismatch")
+    assert harness.check_same((e, e), (e,)).startswith("mismatch")
+    assert harness.check_same(e, e.half()).startswith("mismatch: tensor 0 is torch.float16")
+    i = torch.arange(10)
+    assert harness.check_same(i, i) == "ok" and harness.check_same(i, i + 1).startswith("mismatch")
+
+
+def test_a_raising_op_is_recorded_and_fails_the_cli(monkeypatch, tmp_path, capsys):
+    def broken(*args, **kwargs):
+        raise RuntimeError("kernel exploded")
+
+    monkeypatch.setattr(tensorops, "normalize", broken)
+    result = harness.run(devices=["cpu"], grid="smoke", ops=["normalize"], do_compile=False, progress=False,
+                         say=lambda msg: None)
+    for row in result["rows"]:
+        assert row["check"] == "error: tensorops raised RuntimeError: kernel exploded"
+        assert row["tensorops_s"] is None and row["eager_s"] > 0 and row["speedup_vs_eager"] is None
+    assert "PROBLEM: error: tensorops raised" in harness.format_table(result)
+    assert cli.main(["--smoke", "--no-compile", "--no-progress", "--ops", "normalize", "--out", str(tmp_path)]) == 1
+    assert "kernel exploded" in capsys.readouterr().err
+
+
+def _find(cases, **want):
+    return [c for c in cases if all(getattr(c, k) == v for k, v in want.items())]
+
+
+def test_quick_grid_has_the_issue_floors():
+    norm = bench_normalize.cases(CPU, "quick")
+    (imagenet,) = _find(norm, case="imagenet", dtype="u8->f32", layout="NCHW")
+    assert imagenet.shape == "32x3x224x224" and "quick" in imagenet.compile_grids
+    assert imagenet.eager_expr == "(x.float() / 255 - mean) / std"
+    assert imagenet.nbytes == 32 * 3 * 224 * 224 * (1 + 4)
+    assert _find(norm, layout="NHWC->NCHW") and _find(norm, dtype="u8->f16") and _find(norm, dtype="u8->bf16")
+
+    clamp = bench_clamp.cases(CPU, "quick")
+    (fb,) = _find(clamp, op="clamp_fwd_bwd", case="imagenet")
+    assert fb.nbytes >= 5 * 32 * 3 * 224 * 224 * 4
+    assert _find(clamp, op="clamp", case="imagenet", dtype="f32", layout="NCHW, (1,3,1,1) bounds")
+    assert {c.dtype for c in clamp} == {"f32", "f16", "i32"}
+
+    cs = bench_cat_split.cases(CPU, "quick")
+    (many,) = _find(cs, op="cat", shape="10000 x (64), dim 0", dtype="f32")
+    assert many.nbytes == 2 * 10000 * 64 * 4 and many.no_compile_reason
+    assert _find(cs, op="cat", shape="4 x (8,3,224,224), dim 1", dtype="f32")
+    (split4,) = _find(cs, op="split", shape="(32,12,112,112) -> 4 pieces, dim 1", dtype="f32")
+    assert split4.eager_expr.startswith("torch.split_with_sizes_copy")
+    assert {c.case for c in cs if c.op == "cat"} >= {"x2", "x10000"}
+
+
+@pytest.mark.parametrize("grid", ["quick", "full"])
+def test_grids_are_well_formed(grid):
+    for device in (CPU, torch.device("cuda")):
+        cases = (bench_normalize.cases(device, grid) + bench_clamp.cases(device, grid)
+                 + bench_cat_split.cases(device, grid))
+        keys = [(c.op, c.series, c.shape, c.dtype, c.layout) for c in cases]
+        assert len(keys) == len(set(keys)), "duplicate rows"
+        assert all(c.nbytes > 0 and c.requires in ("normalize", "clamp", "cat", "split") for c in cases)
+
+
+def test_cli_smoke_writes_files(tmp_path):
+    rc = cli.main(["--smoke", "--no-compile", "--no-progress", "--ops", "normalize", "--out", str(tmp_path)])
+    assert rc == 0
+    assert (tmp_path / "bench_cpu_smoke.json").exists() and (tmp_path / "bench_cpu_smoke.png").exists()
+
+
+def test_cli_rejects_bad_arguments():
+    with pytest.raises(SystemExit) as exc:
+        cli.parse_args(["--ops", "normalize,bogus"])
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--device", "tpu"])
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--threads", "0"])
+    assert cli.parse_args(["--ops", "cat_split"]).ops == ["cat", "split"]
+    assert cli.parse_args(["--threads", "1"]).threads == 1
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message given when there is no GPU")
+def test_cli_cuda_without_gpu_is_an_error(tmp_path, capsys):
+    assert cli.main(["--smoke", "--device", "cuda", "--out", str(tmp_path)]) == 2
+    assert "no GPU" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------- sanitize_ops.py
+
+
+def test_sanitize_ops_calls_run_on_cpu(all_families, capsys):
+    assert sanitize_ops.main(["--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "calls ok on cpu" in out
+    for family in ("normalize", "clamp", "cat", "split"):
+        assert f"{family}:" in out
+    assert any("1000" in c for c in sanitize_ops.CALLS) and any("x[1:]" in c for c in sanitize_ops.CALLS)
+
+
+# -------------------------------------------------------------------------------------------- gpu_summary.py
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest" errors="0" failures="1" skipped="1" tests="5" time="1.0">
+<testcase classname="tests.test_normalize" name="test_a[cuda]" time="0.1"/>
+<testcase classname="tests.test_normalize" name="test_b[cuda]" time="0.1"/>
+<testcase classname="tests.test_clamp" name="test_c[cuda]" time="0.1"/>
+<testcase classname="tests.test_clamp" name="test_d[cuda]" time="0.1"><failure message="boom">x</failure></testcase>
+<testcase classname="tests.test_cat" name="test_e[cuda]" time="0.1"><skipped message="no"/></testcase>
+</testsuite></testsuites>
+"""
+MEMCHECK = "noise\n========= COMPUTE-SANITIZER\nsanitize_ops: 77 calls ok\n========= ERROR SUMMARY: 0 errors\n"
+RACECHECK = ("========= COMPUTE-SANITIZER\n========= RACECHECK SUMMARY: 3 hazards displayed (2 errors, 1 warning)\n"
+             "========= ERROR SUMMARY: 2 errors\n")
+
+
+def _row(op, series, nbytes, pct, device="cuda:0", check="ok"):
+    return {"op": op, "series": series, "shape": f"{nbytes}", "dtype": "f32", "device": device, "bytes": nbytes,
+            "pct_of_copy": pct, "gbps": pct * 30, "copy_gbps": 3000.0, "speedup_vs_eager": 5.0,
+            "speedup_vs_compile": 1.1, "check": check}
+
+
+def _write_outdir(path: Path, junit=JUNIT, memcheck=MEMCHECK, racecheck=RACECHECK, rows=None):
+    if junit is not None:
+        (path / "junit.xml").write_text(junit)
+    if memcheck is not None:
+        (path / "memcheck.log").write_text(memcheck)
+    if racecheck is not None:
+        (path / "racecheck.log").write_text(racecheck)
+    if rows is not None:
+        (path / "bench_cuda_quick.json").write_text(json.dumps({"meta": {"gpu_name": "NVIDIA H200", "torch": "2.11"},
+                                                                "rows": rows, "skipped": []}))
+
+
+ROWS = [
+    _row("normalize", "normalize u8->f32 NCHW", 1_000, 3.0),
+    _row("normalize", "normalize u8->f32 NCHW", 100_000_000, 91.0),
+    _row("clamp", "clamp f32 tensor bounds", 50_000_000, 80.0),
+    _row("clamp", "clamp f32 tensor bounds", 900, 2.0, device="cpu"),
+]
+
+
+def test_parse_junit(tmp_path):
+    (tmp_path / "junit.xml").write_text(JUNIT)
+    t = gpu_summary.parse_junit(str(tmp_path / "junit.xml"))
+    assert (t["tests"], t["passed"], t["failed"], t["skipped"]) == (5, 3, 1, 1)
+    assert t["failed_tests"] == ["tests.test_clamp::test_d[cuda]"]
+
+
+@pytest.mark.parametrize("text, errors", [
+    (MEMCHECK, 0),
+    (RACECHECK, 2),
+    ("========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n", 1),
+    ("========= ERROR SUMMARY: 12 errors\n", 12),
+    ("the process was killed before the end\n", None),
+])
+def test_parse_sanitizer_log(tmp_path, text, errors):
+    (tmp_path / "x.log").write_text(text)
+    assert gpu_summary.parse_sanitizer_log(str(tmp_path / "x.log"))["errors"] == errors
+
+
+def test_summary_reports_tests_sanitizers_and_bandwidth(tmp_path, capsys):
+    _write_outdir(tmp_path, rows=ROWS)
+    rc = gpu_summary.main([str(tmp_path)])
+    text = capsys.readouterr().out
+    assert rc == 1  # a failed test and racecheck errors
+    assert "tests: 3 passed, 1 failed, 1 skipped (of 5)" in text
+    assert "FAILED tests.test_clamp::test_d[cuda]" in text
+    assert "memcheck: 0 errors" in text and "racecheck: 2 errors" in text
+    norm = next(line for line in text.splitlines() if "normalize u8->f32 NCHW" in line)
+    assert "91% of copy" in norm and "< target" not in norm  # the largest size is the one reported
+    clamp = next(line for line in text.splitlines() if "clamp f32 tensor bounds" in line)
+    assert "80% of copy" in clamp and "< target" in clamp  # the CPU row is not a CUDA result
+    assert (tmp_path / "summary.txt").read_text().strip() == text.strip()
+    saved = json.loads((tmp_path / "summary.json").read_text())
+    assert saved["ok"] is False and any("racecheck" in p for p in saved["problems"])
+
+
+def test_summary_all_clean(tmp_path):
+    clean_junit = JUNIT.replace('<failure message="boom">x</failure>', "").replace('failures="1"', 'failures="0"')
+    _write_outdir(tmp_path, junit=clean_junit, racecheck=MEMCHECK, rows=ROWS)
+    assert gpu_summary.main([str(tmp_path)]) == 0
+    assert "RESULT: all clean" in (tmp_path / "summary.txt").read_text()
+
+
+def test_summary_of_an_early_failure_says_what_did_not_run(tmp_path):
+    _write_outdir(tmp_path, memcheck=None, racecheck=None, rows=None)
+    s = gpu_summary.summarize(str(tmp_path))
+    text = gpu_summary.format_summary(s)
+    assert not s["ok"]
+    assert "memcheck: not run" in text and "benchmarks: not run" in text
+
+
+def test_summary_flags_wrong_results(tmp_path):
+    _write_outdir(tmp_path, racecheck=MEMCHECK, rows=[_row("cat", "cat", 10, 50.0, check="mismatch: x")])
+    s = gpu_summary.summarize(str(tmp_path))
+    assert any("differs from native torch" in p for p in s["problems"])
+
+
+# ------------------------------------------------------------------------------------------------ gpu_check.sh
+
+
+def _run_script(args, env_extra=None, path_prepend=None, script=SCRIPT, timeout=120):
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_CUDA", "MAX_JOBS", "TORCH_CUDA_ARCH_LIST")}
+    env["PYTHON"] = sys.executable
+    if path_prepend:
+        env["PATH"] = f"{path_prepend}{os.pathsep}{env.get('PATH', '')}"
+    env.update(env_extra or {})
+    return subprocess.run(["bash", str(script), *args], capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def test_script_without_outdir_is_a_usage_error():
+    r = _run_script([])
+    assert r.returncode == 2
+    assert "missing OUTDIR" in r.stderr and "usage:" in r.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["a", "b"], "only one OUTDIR"),
+    (["--steps", "build,fly", "out"], "unknown step 'fly'"),
+    (["--frobnicate", "out"], "unknown option"),
+    (["out", "--steps"], "--steps needs a value"),
+])
+def test_script_rejects_bad_arguments(tmp_path, args, message):
+    r = _run_script([a if a != "out" else str(tmp_path / "o") for a in args])
+    assert r.returncode == 2 and message in r.stderr
+    assert not (tmp_path / "o").exists(), "a usage error must not start any work"
+
+
+def test_script_help():
+    r = _run_script(["--help"])
+    assert r.returncode == 0 and "usage:" in r.stdout and "memcheck" in r.stdout
+
+
+def _fake_bin(tmp_path: Path, name: str, body: str) -> Path:
+    d = tmp_path / "bin"
+    d.mkdir(exist_ok=True)
+    f = d / name
+    f.write_text("#!/usr/bin/env bash\n" + body)
+    f.chmod(f.stat().st_mode | stat.S_IEXEC)
+    return d
+
+
+def test_script_fails_loudly_at_the_first_broken_step_and_keeps_its_output(tmp_path):
+    fake = _fake_bin(tmp_path, "nvidia-smi", "echo 'NVIDIA-SMI has failed: no devices were found'; exit 9\n")
+    out = tmp_path / "out"
+    r = _run_script([str(out)], path_prepend=fake)
+    assert r.returncode != 0
+    assert "FAILED at step 'gpu'" in r.stderr
+    assert "no devices were found" in r.stderr  # the log's tail is shown
+    assert "no devices were found" in (out / "gpu.log").read_text()
+    assert (out / "steps.txt").read_text().strip().endswith("gpu FAILED rc=9")
+    assert not (out / "build.log").exists(), "steps after the failing one must not run"
+
+
+def test_script_sanitizer_step_command_and_failure(tmp_path):
+    fake = _fake_bin(tmp_path, "compute-sanitizer", textwrap.dedent("""\
+        if [[ "$1" == --version ]]; then echo "Compute Sanitizer fake"; exit 0; fi
+        echo "args: $*"
+        echo "caching: ${PYTORCH_NO_CUDA_MEMORY_CACHING:-unset}"
+        echo "========= Invalid __global__ read of size 4 bytes"
+        echo "========= ERROR SUMMARY: 3 errors"
+        exit 1
+        """))
+    out = tmp_path / "out"
+    r = _run_script(["--steps", "memcheck,racecheck", str(out)], path_prepend=fake)
+    assert r.returncode == 1
+    assert "FAILED at step 'memcheck'" in r.stderr
+    assert "memcheck: 3 errors" in r.stderr  # the summary of what exists is printed on failure
+    log = (out / "memcheck.log").read_text()
+    assert "args: --tool memcheck --error-exitcode 1" in log
+    assert "-m benchmarks.sanitize_ops --device cuda" in log
+    assert "caching: 1" in log  # no caching allocator: memcheck sees each tensor's own bounds
+    assert not (out / "racecheck.log").exists()
+
+
+FAKE_SETUP = """
+import json, os, sys
+keep = ("FORCE_CUDA", "MAX_JOBS", "TORCH_CUDA_ARCH_LIST")
+with open("build_record.json", "w") as f:
+    json.dump({"argv": sys.argv, "env": {k: os.environ.get(k) for k in keep}}, f)
+if os.environ.get("FAKE_BUILD_FAIL"):
+    sys.exit("error: simulated compiler failure")
+os.makedirs("tensorops", exist_ok=True)
+cuda = os.environ.get("FORCE_CUDA") == "1"
+with open("tensorops/__init__.py", "w") as f:
+    f.write(f"def is_compiled(): return True\\ndef build_info(): return {{'compiled': True, 'cuda': {cuda}}}\\n")
+"""
+
+
+@pytest.fixture
+def fake_repo(tmp_path):
+    """A checkout whose setup.py only records how it was called (so the script's build command is tested
+    without compiling anything)."""
+    repo = tmp_path / "repo"
+    (repo / "benchmarks").mkdir(parents=True)
+    shutil.copy(SCRIPT, repo / "benchmarks" / "gpu_check.sh")
+    (repo / "setup.py").write_text(textwrap.dedent(FAKE_SETUP))
+    return repo
+
+
+def test_script_build_command_in_cpu_mode(fake_repo, tmp_path):
+    out = tmp_path / "out"
+    r = _run_script(["--steps", "build", str(out)], env_extra={"FORCE_CUDA": "0"},
+                    script=fake_repo / "benchmarks" / "gpu_check.sh")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rec = json.loads((fake_repo / "build_record.json").read_text())
+    assert rec["argv"] == ["setup.py", "build_ext", "--inplace"]  # setup.py directly: pip downloads nothing
+    assert rec["env"]["FORCE_CUDA"] == "0"
+    assert rec["env"]["TORCH_CUDA_ARCH_LIST"] is None  # CPU mode asks no GPU for its arch
+    assert int(rec["env"]["MAX_JOBS"]) == len(os.sched_getaffinity(0))  # nproc
+    assert json.loads((out / "build_info.json").read_text()) == {"compiled": True, "cuda": False}
+    assert "build ok" in (out / "steps.txt").read_text()
+
+
+def test_script_build_command_for_the_local_gpu_arch(fake_repo, tmp_path):
+    fake = _fake_bin(tmp_path, "nvidia-smi",
+                     '[[ "$*" == *compute_cap* ]] && { echo "9.0"; exit 0; }; echo "unexpected: $*"; exit 1\n')
+    r = _run_script(["--steps", "build", str(tmp_path / "out")], env_extra={"MAX_JOBS": "3"}, path_prepend=fake,
+                    script=fake_repo / "benchmarks" / "gpu_check.sh")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rec = json.loads((fake_repo / "build_record.json").read_text())
+    assert rec["env"] == {"FORCE_CUDA": "1", "MAX_JOBS": "3", "TORCH_CUDA_ARCH_LIST": "9.0"}
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the fallback arch query would succeed on a GPU")
+def test_script_build_without_a_readable_arch_fails_before_compiling(fake_repo, tmp_path):
+    fake = _fake_bin(tmp_path, "nvidia-smi", 'echo "[N/A]"\n')
+    out = tmp_path / "out"
+    r = _run_script(["--steps", "build", str(out)], path_prepend=fake, script=fake_repo / "benchmarks" / "gpu_check.sh")
+    assert r.returncode != 0 and "FAILED at step 'build'" in r.stderr
+    assert "could not read the GPU's compute capability" in (out / "build.log").read_text()
+    assert not (fake_repo / "build_record.json").exists(), "setup.py must not run without an arch"
+
+
+def test_script_build_failure_names_the_step(fake_repo, tmp_path):
+    out = tmp_path / "out"
+    r = _run_script(["--steps", "build", str(out)], env_extra={"FORCE_CUDA": "0", "FAKE_BUILD_FAIL": "1"},
+                    script=fake_repo / "benchmarks" / "gpu_check.sh")
+    assert r.returncode != 0
+    assert "FAILED at step 'build'" in r.stderr and "simulated compiler failure" in r.stderr
+    assert "simulated compiler failure" in (out / "build.log").read_text()
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
+def test_script_is_shellcheck_clean():
+    r = subprocess.run(["shellcheck", str(SCRIPT)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout
