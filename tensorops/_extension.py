@@ -75,3 +75,17 @@ def kernels_for(device: torch.device) -> bool:
     if device.type == "cpu":
         return True
     return device.type == "cuda" and _HAS_CUDA_KERNELS
+
+
+def autograd_not_needed(*tensors: torch.Tensor) -> bool:
+    """True when a call can skip the autograd layer of the registered ops: eager mode (not being traced by
+    torch.compile) and no input that autograd would track. The Python autograd wrapper that
+    torch.library.register_autograd installs costs a few microseconds per call even when it does nothing."""
+    if torch.compiler.is_compiling():
+        return False
+    if not torch.is_grad_enabled():
+        return True
+    return not any(t.requires_grad for t in tensors)
+
+
+below_autograd = torch._C._AutoDispatchBelowAutograd

@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -107,6 +107,47 @@ def _check_coefficients(
             )
 
 
+# Validated statistics given as numbers, keyed by their values: the checks above cost more than a small
+# kernel, and a training loop passes the same numbers on every call.
+_NUMBER_STATS: Dict[tuple, Tuple[Optional[List[float]], Optional[List[float]]]] = {}
+_PLAIN = (float, int)
+
+
+def _key(stat: object) -> Optional[tuple]:
+    """A hashable key for plain numbers or lists/tuples of plain numbers; None for anything else."""
+    tp = type(stat)
+    if tp is float or tp is int:
+        return (stat,)
+    if (tp is list or tp is tuple) and all(type(v) in _PLAIN for v in stat):  # type: ignore[union-attr]
+        return tuple(stat)  # type: ignore[arg-type]
+    return None
+
+
+def _number_stats(
+    mean: object, std: object, scale: float, dtype: torch.dtype, channels: int, dim: int
+) -> Tuple[Optional[List[float]], Optional[List[float]]]:
+    """(mean, std) as checked lists of floats, each None where it is a tensor. ``dim`` is negative."""
+    km, ks = _key(mean), _key(std)
+    key = (km, ks, scale, dtype, channels) if km is not None and ks is not None else None
+    if key is not None:
+        hit = _NUMBER_STATS.get(key)
+        if hit is not None:
+            return hit
+    mean_values, std_values = _numbers("mean", mean), _numbers("std", std)
+    for name, values in (("mean", mean_values), ("std", std_values)):
+        if values is not None and len(values) not in (1, channels):
+            raise ValueError(
+                f"normalize: {name} has {len(values)} values but input has {channels} channels along dim {dim}"
+            )
+    if std_values is not None:
+        _check_coefficients(mean_values, std_values, scale, dtype)
+    if key is not None:
+        if len(_NUMBER_STATS) >= 256:
+            _NUMBER_STATS.clear()
+        _NUMBER_STATS[key] = (mean_values, std_values)
+    return mean_values, std_values
+
+
 @functools.lru_cache(maxsize=64)
 def _cached_values(values: Tuple[float, ...], device: torch.device, dtype: torch.dtype) -> torch.Tensor:
     # sequences mixed with a tensor statistic become a tensor once per (values, device), not per call
@@ -179,22 +220,15 @@ def normalize(
     if memory_format == torch.channels_last_3d and ndim != 5:
         raise ValueError(f"normalize: memory_format=torch.channels_last_3d needs a 5-d input, got {ndim} dims")
 
-    mean_values, std_values = _numbers("mean", mean), _numbers("std", std)
-    channels = input.shape[dim]
-    for name, values in (("mean", mean_values), ("std", std_values)):
-        if values is not None and len(values) not in (1, channels):
-            raise ValueError(
-                f"normalize: {name} has {len(values)} values but input has {channels} channels along dim "
-                f"{dim - ndim}"
-            )
-    if std_values is not None:
-        _check_coefficients(mean_values, std_values, scale, dtype)
+    mean_values, std_values = _number_stats(mean, std, scale, dtype, input.shape[dim], dim - ndim)
     use_kernels = _extension.kernels_for(input.device) and ndim <= _extension.MAX_KERNEL_DIMS
     if mean_values is not None and std_values is not None:
         if use_kernels:
-            return torch.ops.tensorops.normalize.default(
-                input, mean_values, std_values, dim, scale, dtype, memory_format
-            )
+            op = torch.ops.tensorops.normalize.default
+            if _extension.autograd_not_needed(input):
+                with _extension.below_autograd():
+                    return op(input, mean_values, std_values, dim, scale, dtype, memory_format)
+            return op(input, mean_values, std_values, dim, scale, dtype, memory_format)
         return reference.normalize(
             input, mean_values, std_values, dim=dim, scale=scale, dtype=dtype, memory_format=memory_format
         )
