@@ -81,7 +81,9 @@ std::vector<at::Tensor> split_cpu(const at::Tensor& input, c10::SymIntArrayRef s
 bool plain(PyObject* obj, bool grad_mode, at::Tensor const** out) {
   if (!THPVariable_CheckExact(obj)) return false;
   const at::Tensor& t = THPVariable_Unpack(obj);
-  if (!t.defined() || (grad_mode && t.requires_grad())) return false;
+  // autograd_meta() is null for a tensor that never required grad: the common case needs no call
+  if (!t.defined() || (grad_mode && t.unsafeGetTensorImpl()->autograd_meta() != nullptr && t.requires_grad()))
+    return false;
   static const c10::DispatchKeySet special({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot,
                                             c10::DispatchKey::FuncTorchBatched,
                                             c10::DispatchKey::FuncTorchGradWrapper,

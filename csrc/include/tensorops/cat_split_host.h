@@ -31,23 +31,24 @@ inline std::vector<int64_t> memory_order(int64_t ndim, at::MemoryFormat mf) {
 // each (dim and the dims after it). Returns the row stride in elements if t has that shape in memory, with
 // any stride between rows (0 for a broadcast row dim), or -1 if it has not (then the caller copies it).
 inline int64_t row_stride(const at::Tensor& t, const std::vector<int64_t>& perm, int64_t pos) {
+  const c10::IntArrayRef sizes = t.sizes(), strides = t.strides();
   const int64_t ndim = static_cast<int64_t>(perm.size());
   int64_t expected = 1;
   for (int64_t k = ndim - 1; k >= pos; --k) {
     const int64_t d = perm[k];
-    if (t.size(d) != 1 && t.stride(d) != expected) return -1;
-    expected *= t.size(d);
+    if (sizes[d] != 1 && strides[d] != expected) return -1;
+    expected *= sizes[d];
   }
   int64_t rs = -1, mult = 1;
   for (int64_t k = pos - 1; k >= 0; --k) {
     const int64_t d = perm[k];
-    if (t.size(d) == 1) continue;
+    if (sizes[d] == 1) continue;
     if (rs < 0) {
-      rs = t.stride(d);
-    } else if (t.stride(d) != rs * mult) {
+      rs = strides[d];
+    } else if (strides[d] != rs * mult) {
       return -1;
     }
-    mult *= t.size(d);
+    mult *= sizes[d];
   }
   return rs < 0 ? expected : rs;  // one row: any stride will do
 }
@@ -101,10 +102,8 @@ struct Prepared {
 };
 
 // ---- cat ---------------------------------------------------------------------------------------------------
-// torch's legacy rule: 1-D tensors of shape (0,) take no part in the shape checks and add nothing.
-inline bool cat_skipped(const at::Tensor& t) { return t.dim() == 1 && t.size(0) == 0; }
-
-// Checks the inputs as torch.cat does, allocates the output and prepares the copy, in one pass over the
+// Checks the inputs as torch.cat does (1-D tensors of shape (0,) take no part in the shape checks and add
+// nothing: torch's legacy rule), allocates the output and prepares the copy, in one pass over the
 // inputs: with 10,000 small inputs, every pass over their TensorImpls is a pass of cache misses. Inputs of
 // another dtype, with the conjugate or negative bit set, or whose memory is not rows of dense runs in the
 // output's memory order (e.g. a transposed input) are first copied into that layout; the others are read in
@@ -112,18 +111,16 @@ inline bool cat_skipped(const at::Tensor& t) { return t.dim() == 1 && t.size(0) 
 inline at::Tensor cat_prepare(at::TensorList tensors, int64_t& dim, Prepared& p) {
   const int64_t n = static_cast<int64_t>(tensors.size());
   TORCH_CHECK_VALUE(n > 0, "tensorops.cat(): expected a non-empty list of Tensors");
-  struct Info {
-    int64_t index;  // position in `tensors`
-    int64_t size;   // size along dim
-    int64_t rs;     // row stride in elements, -1: copy first
-    int64_t addr;
-    at::ScalarType dtype;
-  };
-  std::vector<Info> infos;
-  infos.reserve(tensors.size());
+  // Pieces are recorded in the one pass with their size along dim in `width` (bytes come later) and the row
+  // stride in elements (-1: copy first). `index` maps a piece back to its input for the rare fix-ups.
+  std::vector<int64_t> index;
+  index.reserve(tensors.size());
+  p.pieces.reserve(tensors.size());
   const c10::Device device = tensors[0].device();
-  at::ScalarType dtype = tensors[0].scalar_type();
-  // the memory format as cat_memory_format computes it, decided as soon as one input suggests contiguous
+  const at::ScalarType first_dtype = tensors[0].scalar_type();
+  at::ScalarType dtype = first_dtype;
+  bool mixed_dtypes = false;
+  // the memory format as torch.cat computes it, decided as soon as one input suggests contiguous
   std::optional<at::MemoryFormat> format;
   bool format_final = false;
   at::MemoryFormat assumed = at::MemoryFormat::Contiguous;  // the format the row strides are computed for
@@ -132,15 +129,20 @@ inline at::Tensor cat_prepare(at::TensorList tensors, int64_t& dim, Prepared& p)
   for (int64_t i = 0; i < n; ++i) {
     const at::Tensor& t = tensors[i];
     TORCH_CHECK(t.defined(), "tensorops.cat(): tensors[", i, "] is an undefined tensor");
-    TORCH_CHECK(t.dim() > 0, "tensorops.cat(): zero-dimensional tensor (at position ", i,
+    const int64_t tdim = t.dim();
+    TORCH_CHECK(tdim > 0, "tensorops.cat(): zero-dimensional tensor (at position ", i,
                 ") cannot be concatenated: tensors[", i, "] has shape ()");
     TORCH_CHECK(t.device() == device, "tensorops.cat(): expected all tensors to be on the same device, but tensors[",
                 i, "] is on ", t.device(), " and tensors[0] is on ", device);
     TORCH_CHECK(t.layout() == at::kStrided, "tensorops.cat(): tensors[", i, "] has layout ", t.layout(),
                 "; only strided tensors are supported");
-    dtype = c10::promoteTypes(dtype, t.scalar_type());
+    const at::ScalarType tdtype = t.scalar_type();
+    if (tdtype != first_dtype) {
+      mixed_dtypes = true;
+      dtype = c10::promoteTypes(dtype, tdtype);
+    }
     if (!format_final) {
-      const at::MemoryFormat f = t.dim() == 4 || t.dim() == 5 ? t.suggest_memory_format() : at::MemoryFormat::Contiguous;
+      const at::MemoryFormat f = tdim == 4 || tdim == 5 ? t.suggest_memory_format() : at::MemoryFormat::Contiguous;
       if (f == at::MemoryFormat::Contiguous || (format.has_value() && *format != f)) {
         format = at::MemoryFormat::Contiguous;
         format_final = true;
@@ -148,11 +150,11 @@ inline at::Tensor cat_prepare(at::TensorList tensors, int64_t& dim, Prepared& p)
         format = f;
       }
     }
-    if (cat_skipped(t)) continue;
     const c10::IntArrayRef sizes = t.sizes();
+    if (tdim == 1 && sizes[0] == 0) continue;  // the legacy skip
     if (valid < 0) {
       valid = i;
-      ndim = t.dim();
+      ndim = tdim;
       TORCH_CHECK_INDEX(dim >= -ndim && dim < ndim, "tensorops.cat(): dim ", dim, " is out of range for tensors[",
                         valid, "] with ", ndim, " dimensions (expected to be in range of [", -ndim, ", ", ndim - 1,
                         "])");
@@ -162,8 +164,8 @@ inline at::Tensor cat_prepare(at::TensorList tensors, int64_t& dim, Prepared& p)
       perm = memory_order(ndim, assumed);
       pos = std::find(perm.begin(), perm.end(), dim) - perm.begin();
     } else {
-      TORCH_CHECK(t.dim() == ndim, "tensorops.cat(): tensors must have the same number of dimensions: tensors[", i,
-                  "] has ", t.dim(), " but tensors[", valid, "] has ", ndim);
+      TORCH_CHECK(tdim == ndim, "tensorops.cat(): tensors must have the same number of dimensions: tensors[", i,
+                  "] has ", tdim, " but tensors[", valid, "] has ", ndim);
       for (int64_t d = 0; d < ndim; ++d) {
         TORCH_CHECK(d == dim || sizes[d] == ref_sizes[d], "tensorops.cat(): sizes of tensors must match except in "
                     "dimension ", dim, ": tensors[", i, "] has size ", sizes[d], " in dimension ", d, " but tensors[",
@@ -173,22 +175,27 @@ inline at::Tensor cat_prepare(at::TensorList tensors, int64_t& dim, Prepared& p)
     total += sizes[dim];
     if (t.numel() == 0) continue;  // adds no bytes
     const int64_t rs = t.is_conj() || t.is_neg() ? -1 : row_stride(t, perm, pos);
-    infos.push_back({i, sizes[dim], rs, reinterpret_cast<int64_t>(t.const_data_ptr()), t.scalar_type()});
+    p.pieces.push_back({sizes[dim], rs, reinterpret_cast<int64_t>(t.const_data_ptr())});
+    index.push_back(i);
   }
   const at::MemoryFormat mf = format.value_or(at::MemoryFormat::Contiguous);
   if (valid < 0) {  // every input has shape (0,): the result too, and `dim` is never looked at
     dim = 0;
+    p.pieces.clear();
     return at::empty({0}, tensors[0].options().dtype(dtype));
   }
   std::vector<int64_t> shape = ref_sizes;
   shape[dim] = total;
   at::Tensor out = at::empty(shape, tensors[valid].options().dtype(dtype).memory_format(mf));
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0) {
+    p.pieces.clear();
+    return out;
+  }
   if (mf != assumed) {  // a later input changed the format: row strides for the output's memory order
     perm = memory_order(ndim, mf);
     pos = std::find(perm.begin(), perm.end(), dim) - perm.begin();
-    for (Info& info : infos)
-      if (info.rs >= 0) info.rs = row_stride(tensors[info.index], perm, pos);
+    for (size_t s = 0; s < p.pieces.size(); ++s)
+      if (p.pieces[s].rs >= 0) p.pieces[s].rs = row_stride(tensors[index[s]], perm, pos);
   }
   const int64_t es = static_cast<int64_t>(out.element_size());
   int64_t inner = 1;
@@ -200,17 +207,18 @@ inline at::Tensor cat_prepare(at::TensorList tensors, int64_t& dim, Prepared& p)
   p.row_bytes = total * inner * es;
   p.wide = reinterpret_cast<int64_t>(out.data_ptr());
   p.wide_rs = p.row_bytes;
-  p.pieces.reserve(infos.size());
-  for (const Info& info : infos) {
-    const int64_t width = info.size * inner * es;
-    if (info.rs < 0 || info.dtype != dtype) {
-      const at::Tensor& t = tensors[info.index];
+  for (size_t s = 0; s < p.pieces.size(); ++s) {
+    Piece& piece = p.pieces[s];
+    piece.width *= inner * es;
+    if (piece.rs < 0 || (mixed_dtypes && tensors[index[s]].scalar_type() != dtype)) {
+      const at::Tensor& t = tensors[index[s]];
       at::Tensor c = at::empty(t.sizes(), out.options().memory_format(mf));
       c.copy_(t);
-      p.pieces.push_back({width, width, reinterpret_cast<int64_t>(c.const_data_ptr())});
+      piece.rs = piece.width;
+      piece.addr = reinterpret_cast<int64_t>(c.const_data_ptr());
       p.keep.push_back(std::move(c));
     } else {
-      p.pieces.push_back({width, info.rs * es, info.addr});
+      piece.rs *= es;
     }
   }
   return out;
