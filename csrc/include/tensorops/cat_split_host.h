@@ -102,6 +102,15 @@ struct Prepared {
 };
 
 // ---- cat ---------------------------------------------------------------------------------------------------
+inline void prefetch_impl(const at::Tensor& t) {
+  const char* p = reinterpret_cast<const char*>(t.unsafeGetTensorImpl());
+  for (int k = 0; k < 4; ++k) __builtin_prefetch(p + 64 * k);
+}
+inline void prefetch_storage(const at::Tensor& t) {
+  const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  if (impl->has_storage()) __builtin_prefetch(impl->unsafe_storage().unsafeGetStorageImpl());
+}
+
 // Checks the inputs as torch.cat does (1-D tensors of shape (0,) take no part in the shape checks and add
 // nothing: torch's legacy rule), allocates the output and prepares the copy, in one pass over the
 // inputs: with 10,000 small inputs, every pass over their TensorImpls is a pass of cache misses. Inputs of
@@ -127,6 +136,10 @@ inline at::Tensor cat_prepare(at::TensorList tensors, int64_t& dim, Prepared& p)
   std::vector<int64_t> perm, ref_sizes;
   int64_t valid = -1, ndim = 0, pos = 0, total = 0;
   for (int64_t i = 0; i < n; ++i) {
+    // Many small inputs: the time goes to cache misses on each TensorImpl and its StorageImpl, which the
+    // hardware cannot predict. Prefetch the TensorImpl 8 inputs ahead and the StorageImpl 4 ahead.
+    if (i + 8 < n) prefetch_impl(tensors[i + 8]);
+    if (i + 4 < n) prefetch_storage(tensors[i + 4]);
     const at::Tensor& t = tensors[i];
     TORCH_CHECK(t.defined(), "tensorops.cat(): tensors[", i, "] is an undefined tensor");
     const int64_t tdim = t.dim();
