@@ -74,6 +74,35 @@ def test_cat_counts(device, count):
     assert_same(tensorops.cat(ys, 1), torch.cat(ys, 1))
 
 
+def test_cat_many_inputs_every_case(device):
+    # 3,000 inputs take the multi-threaded checking pass; anything unusual falls back to the serial pass
+    n = 3000
+    base = [make((2, 1 + k % 3), device=device, seed=k % 50) for k in range(n)]
+    assert_same(tensorops.cat(base, 1), torch.cat(base, 1))
+    mixed = list(base)
+    mixed[1700] = mixed[1700].to(torch.float64)
+    assert_same(tensorops.cat(mixed, 1), torch.cat(mixed, 1))
+    skipped = [torch.empty(0, device=device) if k % 7 == 3 else x for k, x in enumerate(base)]
+    assert_same(tensorops.cat(skipped, -1), torch.cat(skipped, -1))
+    strided = [x.t().contiguous().t() if k % 5 == 0 else x for k, x in enumerate(base)]
+    assert_same(tensorops.cat(strided, 1), torch.cat(strided, 1))
+    cl = [make((1, 2, 2, 3), device=device, seed=k % 50).contiguous(memory_format=torch.channels_last) for k in range(n)]
+    out = tensorops.cat(cl, 1)
+    assert out.is_contiguous(memory_format=torch.channels_last)
+    assert_same(out, torch.cat(cl, 1))
+    cl[2999] = cl[2999].contiguous()
+    assert_same(tensorops.cat(cl, 1), torch.cat(cl, 1))
+    bad = list(base)
+    bad[2500] = make((3, 1), device=device)
+    with pytest.raises(RuntimeError, match=r"tensors\[2500\]"):
+        tensorops.cat(bad, 1)
+    bad[2500] = torch.tensor(1.0, device=device)
+    with pytest.raises(RuntimeError, match=r"tensors\[2500\]"):
+        tensorops.cat(bad, 1)
+    with pytest.raises(IndexError, match=r"tensors\[0\]"):
+        tensorops.cat(base, 2)
+
+
 def test_cat_large_rows(device):
     xs = [make((5, 7, 300), torch.float32, device, seed=1), make((5, 1, 300), torch.float32, device, seed=2)]
     assert_same(tensorops.cat(xs, 1), torch.cat(xs, 1))
