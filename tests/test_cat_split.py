@@ -110,6 +110,33 @@ def test_cat_large_rows(device):
     assert_same(tensorops.cat(xs, 1), torch.cat(xs, 1))
 
 
+def test_alignment_paths(device):
+    # piece widths and addresses that allow 16-, 8-, 4-, 2- and 1-byte units (the CUDA kernel picks one)
+    for dtype, length in [(torch.float32, 16), (torch.float32, 6), (torch.float32, 3), (torch.float16, 3),
+                          (torch.uint8, 5), (torch.complex128, 1), (torch.float64, 1)]:
+        base = make((4, 64), dtype, device)
+        xs = [base[:, :length], base[:, 1:length + 1], base[:, 8:8 + 2 * length]]  # misaligned views too
+        assert_same(tensorops.cat(xs, 1), torch.cat(xs, 1))
+        assert_same(tensorops.cat([x.contiguous() for x in xs], 1), torch.cat(xs, 1))
+        y = make((3, 3 * length + 1), dtype, device)[:, 1:]
+        sizes = [length, 2 * length, 0]
+        assert_split_same(tensorops.split(y, sizes, 1), y, sizes, 1)
+
+
+@requires_cuda_kernels
+def test_cuda_one_launch():
+    xs = [make((64 + k % 3,), device="cuda", seed=k % 10) for k in range(5000)]
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        out = tensorops.cat(xs)
+        pieces = tensorops.split(out, [x.shape[0] for x in xs])
+        torch.cuda.synchronize()
+    launches = [e.name for e in prof.events() if "copy_segments_kernel" in e.name]
+    assert len(launches) == 2, launches  # one for cat, one for split
+    assert_same(out, torch.cat(xs))
+    for p, x in zip(pieces[:10], xs):
+        assert_same(p, x)
+
+
 def test_cat_zero_size(device):
     cases = [
         ([torch.empty(0, device=device), make((2, 3), device=device), torch.empty(0, device=device)], (0, -1)),
