@@ -421,6 +421,22 @@ def test_compile_fullgraph(device):
 
 
 @requires_compiled
+def test_compile_dynamic_shapes(device):
+    torch._dynamo.reset()
+
+    def f(a, b):
+        y = tensorops.cat([a, b], dim=1)
+        p, q = tensorops.split(y, [2, y.shape[1] - 2], dim=1)  # symbolic split sizes
+        return p * 2, q
+
+    g = torch.compile(f, fullgraph=True, dynamic=True)
+    for n in (3, 5, 7):
+        a, b = make((4, n), device=device, seed=n), make((4, n + 1), device=device, seed=n + 1)
+        for x, y in zip(g(a, b), f(a, b)):
+            assert_same(x, y)
+
+
+@requires_compiled
 def test_compile_inductor(device):
     torch._dynamo.reset()
     f = torch.compile(lambda xs: tensorops.split(tensorops.cat(xs, 1), 2, 1), fullgraph=True)
