@@ -6,8 +6,8 @@
 // has run, and the device buffer is stream-ordered with the kernel that reads it. Every thread copies units of
 // V bytes: V = 16 (one 16-byte vector load and store) when every address, row stride and piece width is a
 // multiple of 16, else the largest power of two that divides them all (down to single bytes), so the kernel
-// never depends on the dtype. A unit finds its piece with the binary search of cat_split.h, the same code the
-// CPU kernel runs. All offsets are 64-bit.
+// never depends on the dtype. A unit finds its piece with locate() of cat_split.h (a binary search over the
+// prefix offsets), the same code the CPU kernel runs. All offsets are 64-bit.
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -23,21 +23,46 @@ namespace {
 
 using namespace cat_split_host;
 
+// Blocks take tiles of kTile units. A tile that lies inside one row of one piece (every tile of a large
+// copy) is a plain contiguous copy: one lookup by one thread, no per-unit index math. Other tiles (rows and
+// pieces smaller than a tile) locate every unit on its own.
+constexpr int64_t kTile = static_cast<int64_t>(cuda::kThreads) * cuda::kVec;
+
 template <typename U>
 __global__ void copy_segments_kernel(const int64_t* __restrict__ table, int64_t n, int64_t row_bytes,
                                      int64_t rows, int64_t units) {
   const cat_split::SegmentTable t = cat_split::table_view(table, n, row_bytes, rows);
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < units; u += step) {
-    const cat_split::Location l = cat_split::locate(t, u * static_cast<int64_t>(sizeof(U)));
-    *reinterpret_cast<U*>(l.dst) = *reinterpret_cast<const U*>(l.src);
+  constexpr int64_t V = static_cast<int64_t>(sizeof(U));
+  __shared__ int64_t tile_src, tile_dst;
+  __shared__ bool tile_contiguous;
+  for (int64_t tile = blockIdx.x; tile * kTile < units; tile += gridDim.x) {
+    const int64_t first = tile * kTile;
+    const int64_t count = min(kTile, units - first);
+    if (threadIdx.x == 0) {
+      const cat_split::Location l = cat_split::locate(t, first * V);
+      tile_contiguous = l.run >= count * V;
+      tile_src = l.src;
+      tile_dst = l.dst;
+    }
+    __syncthreads();
+    if (tile_contiguous) {
+      const U* src = reinterpret_cast<const U*>(tile_src);
+      U* dst = reinterpret_cast<U*>(tile_dst);
+      for (int64_t k = threadIdx.x; k < count; k += blockDim.x) dst[k] = src[k];
+    } else {
+      for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
+        const cat_split::Location l = cat_split::locate(t, (first + k) * V);
+        *reinterpret_cast<U*>(l.dst) = *reinterpret_cast<const U*>(l.src);
+      }
+    }
+    __syncthreads();  // tile_* are rewritten for the next tile
   }
 }
 
 template <typename U>
 void launch(const int64_t* table, const cat_split::SegmentTable& t, cudaStream_t stream) {
   const int64_t units = t.rows * t.row_bytes / static_cast<int64_t>(sizeof(U));
-  const unsigned int blocks = cuda::blocks_for(units, static_cast<int64_t>(cuda::kThreads) * cuda::kVec);
+  const unsigned int blocks = cuda::blocks_for(units, kTile);
   copy_segments_kernel<U><<<blocks, cuda::kThreads, 0, stream>>>(table, t.n, t.row_bytes, t.rows, units);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
