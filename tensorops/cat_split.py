@@ -6,7 +6,7 @@ output's memory order (e.g. transposed) are first copied into that layout; all o
 """
 from __future__ import annotations
 
-import math
+import operator
 from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -39,9 +39,11 @@ def _tensor_list(tensors: object) -> List[torch.Tensor]:
 
 
 def _check_dim_type(fn: str, dim: object) -> int:
-    if isinstance(dim, bool) or not isinstance(dim, int):
-        raise TypeError(f"tensorops.{fn}(): dim must be an int, got {type(dim).__name__}")
-    return dim
+    if isinstance(dim, int) and not isinstance(dim, bool):
+        return dim
+    if not isinstance(dim, bool) and hasattr(dim, "__index__"):  # numpy integers, as torch accepts them
+        return operator.index(dim)  # type: ignore[arg-type]
+    raise TypeError(f"tensorops.{fn}(): dim must be an int, got {type(dim).__name__}")
 
 
 def _cat_meta(tensors: Sequence[torch.Tensor], dim: int):
@@ -179,7 +181,7 @@ def cat(tensors: Union[List[torch.Tensor], Tuple[torch.Tensor, ...]], dim: int =
         >>> tensorops.cat([torch.ones(2, 3), torch.zeros(2, 1, dtype=torch.float64)], dim=-1).dtype
         torch.float64
     """
-    _check_dim_type("cat", dim)
+    dim = _check_dim_type("cat", dim)
     if _FAST_CAT is not None and not torch.compiler.is_compiling():
         out = _FAST_CAT(tensors, dim)  # plain tensors that need no gradient; None: not handled there
         if out is not None:
@@ -214,7 +216,7 @@ def split(
         >>> [p.tolist() for p in tensorops.split(x, [2, 3], dim=1)]
         [[[0, 1], [5, 6]], [[2, 3, 4], [7, 8, 9]]]
     """
-    _check_dim_type("split", dim)
+    dim = _check_dim_type("split", dim)
     sizes, wdim = _split_sizes(tensor, split_size_or_sections, dim)
     if _FAST_SPLIT is not None and not torch.compiler.is_compiling():
         out = _FAST_SPLIT(tensor, sizes, wdim)

@@ -260,6 +260,10 @@ def test_cat_argument_types():
         tensorops.cat([make((2,)), 3.0])
     with pytest.raises(TypeError):
         tensorops.cat([make((2,))], dim=0.5)
+    np = pytest.importorskip("numpy")
+    xs = [make((2, 3)), make((2, 1))]
+    assert_same(tensorops.cat(xs, dim=np.int64(-1)), torch.cat(xs, dim=-1))
+    assert [p.shape for p in tensorops.split(xs[0], 2, dim=np.int32(1))] == [(2, 2), (2, 1)]
 
 
 # ---- split: values ------------------------------------------------------------------------------------------
