@@ -103,6 +103,13 @@ def test_cat_many_inputs_every_case(device):
         tensorops.cat(base, 2)
 
 
+def test_cat_list_over_gil_threshold(device):
+    # more than 16 MB in a list: the fast path snapshots the list and releases the GIL
+    xs = [torch.full((1 << 20,), float(k), device=device) for k in range(5)]
+    assert_same(tensorops.cat(xs), torch.cat(xs))
+    assert_same(tensorops.cat(tuple(xs)), torch.cat(xs))
+
+
 def test_cat_large_rows(device):
     xs = [make((5, 7, 300), torch.float32, device, seed=1), make((5, 1, 300), torch.float32, device, seed=2)]
     assert_same(tensorops.cat(xs, 1), torch.cat(xs, 1))
