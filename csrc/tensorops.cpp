@@ -21,7 +21,21 @@ TORCH_LIBRARY(tensorops, m) {
   m.def(
       "normalize_tensor_backward(Tensor grad, Tensor input, Tensor mean, Tensor std, float scale, "
       "bool[3] output_mask) -> (Tensor, Tensor, Tensor)");
+
+  // ----- cat / split (tensorops/cat_split.py) ---------------------------------------------------------------
+  // torch.cat: type promotion, negative dim, the legacy skip of 1-D (0,) inputs, channels_last output when
+  // every input suggests it. One pass over the output for any number of inputs (one launch on CUDA).
+  m.def("cat(Tensor[] tensors, int dim) -> Tensor");
+  // torch.split_with_sizes_copy: contiguous pieces of `input` along `dim`, written in one pass. It is also
+  // cat's backward, and cat is its backward.
+  m.def("split(Tensor input, SymInt[] sizes, int dim) -> Tensor[]");
 }
+
+// ----- cat / split fast eager entry points (csrc/cpu/cat_split.cpp) ----------------------------------------
+namespace tensorops {
+PyObject* cat_fast(PyObject*, PyObject*);
+PyObject* split_fast(PyObject*, PyObject*);
+}  // namespace tensorops
 
 // ----- build information ----------------------------------------------------------------------------------
 namespace {
@@ -38,6 +52,10 @@ PyObject* build_info(PyObject*, PyObject*) {
 
 PyMethodDef methods[] = {
     {"build_info", build_info, METH_NOARGS, "How this extension was built."},
+    {"cat_fast", tensorops::cat_fast, METH_VARARGS,
+     "cat_fast(tensors, dim): tensorops::cat below autograd for plain tensors that need no gradient, else None."},
+    {"split_fast", tensorops::split_fast, METH_VARARGS,
+     "split_fast(input, sizes, dim): tensorops::split below autograd when no gradient is needed, else None."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -5,7 +5,7 @@ takes arguments already checked and resolved by the public wrapper (tensorops/<f
 """
 from __future__ import annotations
 
-from typing import Sequence, Union
+from typing import Sequence, Tuple, Union
 
 import torch
 
@@ -50,3 +50,14 @@ def normalize(
     # torch's elementwise ops follow input's layout for dense inputs: so do the kernels (empty_like)
     like = torch.empty_like(input, dtype=dtype)
     return like.copy_(out) if like.stride() != out.stride() else out
+
+
+# ---- cat / split -----------------------------------------------------------------------------------------------
+def cat(tensors: Sequence[torch.Tensor], dim: int) -> torch.Tensor:
+    """``torch.cat``: the fallback of ``tensorops.cat`` and its oracle."""
+    return torch.cat(list(tensors), dim)
+
+
+def split(tensor: torch.Tensor, sizes: Sequence[int], dim: int) -> Tuple[torch.Tensor, ...]:
+    """``torch.split`` with every piece a contiguous copy (``torch.split_with_sizes_copy``)."""
+    return tuple(torch.split_with_sizes_copy(tensor, list(sizes), dim))

@@ -1,0 +1,117 @@
+// cat and split on CUDA: ONE kernel launch for any number of inputs/outputs.
+//
+// The per-piece copy table of cat_split.h (addresses, row strides, prefix column offsets) is written into a
+// pinned host tensor and copied to the device with a non-blocking copy on the current stream; that copy
+// records the pinned block with the caching host allocator, so the host buffer is not reused before the copy
+// has run, and the device buffer is stream-ordered with the kernel that reads it. Every thread copies units of
+// V bytes: V = 16 (one 16-byte vector load and store) when every address, row stride and piece width is a
+// multiple of 16, else the largest power of two that divides them all (down to single bytes), so the kernel
+// never depends on the dtype. A unit finds its piece with locate() of cat_split.h (a binary search over the
+// prefix offsets), the same code the CPU kernel runs. All offsets are 64-bit.
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
+
+#include "tensorops/cat_split.h"
+#include "tensorops/cat_split_host.h"
+#include "tensorops/cuda_utils.cuh"
+
+namespace tensorops {
+namespace {
+
+using namespace cat_split_host;
+
+// Blocks take tiles of kTile units. A tile that lies inside one row of one piece (every tile of a large
+// copy) is a plain contiguous copy: one lookup by one thread, no per-unit index math. Other tiles (rows and
+// pieces smaller than a tile) locate every unit on its own.
+constexpr int64_t kTile = static_cast<int64_t>(cuda::kThreads) * cuda::kVec;
+
+template <typename U>
+__global__ void copy_segments_kernel(const int64_t* __restrict__ table, int64_t n, int64_t row_bytes,
+                                     int64_t rows, int64_t units) {
+  const cat_split::SegmentTable t = cat_split::table_view(table, n, row_bytes, rows);
+  constexpr int64_t V = static_cast<int64_t>(sizeof(U));
+  __shared__ int64_t tile_src, tile_dst;
+  __shared__ bool tile_contiguous;
+  for (int64_t tile = blockIdx.x; tile * kTile < units; tile += gridDim.x) {
+    const int64_t first = tile * kTile;
+    const int64_t count = min(kTile, units - first);
+    if (threadIdx.x == 0) {
+      const cat_split::Location l = cat_split::locate(t, first * V);
+      tile_contiguous = l.run >= count * V;
+      tile_src = l.src;
+      tile_dst = l.dst;
+    }
+    __syncthreads();
+    if (tile_contiguous) {
+      const U* src = reinterpret_cast<const U*>(tile_src);
+      U* dst = reinterpret_cast<U*>(tile_dst);
+      for (int64_t k = threadIdx.x; k < count; k += blockDim.x) dst[k] = src[k];
+    } else {
+      for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
+        const cat_split::Location l = cat_split::locate(t, (first + k) * V);
+        *reinterpret_cast<U*>(l.dst) = *reinterpret_cast<const U*>(l.src);
+      }
+    }
+    __syncthreads();  // tile_* are rewritten for the next tile
+  }
+}
+
+template <typename U>
+void launch(const int64_t* table, const cat_split::SegmentTable& t, cudaStream_t stream) {
+  const int64_t units = t.rows * t.row_bytes / static_cast<int64_t>(sizeof(U));
+  const unsigned int blocks = cuda::blocks_for(units, kTile);
+  copy_segments_kernel<U><<<blocks, cuda::kThreads, 0, stream>>>(table, t.n, t.row_bytes, t.rows, units);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+void run_cuda(const Prepared& p, bool into_wide, c10::Device device) {
+  if (p.empty()) return;
+  const int64_t n = static_cast<int64_t>(p.pieces.size());
+  at::Tensor host = at::empty({cat_split::table_words(n)},
+                              at::TensorOptions().dtype(at::kLong).pinned_memory(true));
+  int64_t* buf = host.mutable_data_ptr<int64_t>();
+  fill_table(buf, p.pieces, p.wide, p.wide_rs, into_wide);
+  const cat_split::SegmentTable t = cat_split::table_view(buf, n, p.row_bytes, p.rows);
+  const int64_t align = cat_split::common_alignment(t);
+  // non_blocking from pinned memory: an async copy on the current stream that keeps `host` alive until done
+  const at::Tensor table = host.to(at::TensorOptions().device(device), /*non_blocking=*/true);
+  const int64_t* dev = table.const_data_ptr<int64_t>();
+  cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
+  switch (align) {
+    case 16: launch<uint4>(dev, t, stream); break;
+    case 8: launch<uint2>(dev, t, stream); break;
+    case 4: launch<uint32_t>(dev, t, stream); break;
+    case 2: launch<uint16_t>(dev, t, stream); break;
+    default: launch<uint8_t>(dev, t, stream); break;
+  }
+}
+
+// The guard follows tensors[0]; a tensor on another device is reported by cat_prepare with its position.
+at::Tensor cat_cuda(at::TensorList tensors, int64_t dim) {
+  c10::cuda::OptionalCUDAGuard guard;
+  if (!tensors.empty() && tensors[0].is_cuda()) guard.set_device(tensors[0].device());
+  Prepared p;
+  at::Tensor out = cat_prepare(tensors, dim, p);
+  run_cuda(p, /*into_wide=*/true, out.device());
+  return out;
+}
+
+std::vector<at::Tensor> split_cuda(const at::Tensor& input, c10::SymIntArrayRef sizes, int64_t dim) {
+  const c10::cuda::CUDAGuard guard(input.device());
+  const auto int_sizes = C10_AS_INTARRAYREF_SLOW(sizes);
+  std::vector<at::Tensor> outs = split_outputs(input, int_sizes, dim);
+  run_cuda(prepare_split(input, dim, outs), /*into_wide=*/false, input.device());
+  return outs;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(tensorops, CUDA, m) {
+  m.impl("cat", &cat_cuda);
+  m.impl("split", &split_cuda);
+}
+
+}  // namespace tensorops

@@ -1,0 +1,308 @@
+"""cat and split: drop-ins for ``torch.cat`` and ``torch.split`` that move any number of tensors in one pass.
+
+The kernels copy bytes, so every dtype (bool and complex included) goes through them. Inputs of another
+dtype (type promotion), with the conjugate/negative bit set, or not laid out as rows of dense runs in the
+output's memory order (e.g. transposed) are first copied into that layout; all others are read in place.
+"""
+from __future__ import annotations
+
+import operator
+from typing import List, Optional, Sequence, Tuple, Union
+
+import torch
+from torch._prims_common import suggest_memory_format
+
+from tensorops import _extension, reference
+
+__all__ = ["cat", "split"]
+
+_C = _extension._C
+_FAST_CAT = getattr(_C, "cat_fast", None)
+_FAST_SPLIT = getattr(_C, "split_fast", None)
+
+
+# ---- argument checks, shared by the fallback and the fake kernels -------------------------------------------
+def _skipped(t: torch.Tensor) -> bool:
+    # torch's legacy rule: 1-D tensors of shape (0,) take no part in cat's shape checks
+    return t.dim() == 1 and t.shape[0] == 0
+
+
+def _tensor_list(tensors: object) -> List[torch.Tensor]:
+    if isinstance(tensors, torch.Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(
+            f"tensorops.cat(): tensors must be a list or tuple of Tensors, got {type(tensors).__name__}"
+        )
+    for i, t in enumerate(tensors):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"tensorops.cat(): tensors[{i}] must be a Tensor, got {type(t).__name__}")
+    return list(tensors)
+
+
+def _check_dim_type(fn: str, dim: object) -> int:
+    if isinstance(dim, int) and not isinstance(dim, bool):
+        return dim
+    if not isinstance(dim, bool) and hasattr(dim, "__index__"):  # numpy integers, as torch accepts them
+        return operator.index(dim)  # type: ignore[arg-type]
+    raise TypeError(f"tensorops.{fn}(): dim must be an int, got {type(dim).__name__}")
+
+
+def _cat_meta(tensors: Sequence[torch.Tensor], dim: int):
+    """torch.cat's checks, in the kernels' order and words: (shape, dtype, memory_format, device, wrapped dim)."""
+    if len(tensors) == 0:
+        raise ValueError("tensorops.cat(): expected a non-empty list of Tensors")
+    device = tensors[0].device
+    dtype = tensors[0].dtype
+    valid = -1
+    ref: Optional[torch.Tensor] = None
+    for i, t in enumerate(tensors):
+        if t.dim() == 0:
+            raise RuntimeError(
+                f"tensorops.cat(): zero-dimensional tensor (at position {i}) cannot be concatenated: "
+                f"tensors[{i}] has shape ()"
+            )
+        if t.device != device:
+            raise RuntimeError(
+                f"tensorops.cat(): expected all tensors to be on the same device, but tensors[{i}] is on "
+                f"{t.device} and tensors[0] is on {device}"
+            )
+        dtype = torch.promote_types(dtype, t.dtype)
+        if valid < 0 and not _skipped(t):
+            valid, ref = i, t
+    formats = {suggest_memory_format(t) for t in tensors}
+    mf = formats.pop() if len(formats) == 1 else torch.contiguous_format
+    if ref is None:
+        return (0,), dtype, torch.contiguous_format, device, 0
+    ndim = ref.dim()
+    if not -ndim <= dim < ndim:
+        raise IndexError(
+            f"tensorops.cat(): dim {dim} is out of range for tensors[{valid}] with {ndim} dimensions "
+            f"(expected to be in range of [{-ndim}, {ndim - 1}])"
+        )
+    dim = dim % ndim
+    total = 0
+    for i, t in enumerate(tensors):
+        if _skipped(t):
+            continue
+        if t.dim() != ndim:
+            raise RuntimeError(
+                f"tensorops.cat(): tensors must have the same number of dimensions: tensors[{i}] has {t.dim()} "
+                f"but tensors[{valid}] has {ndim}"
+            )
+        for d in range(ndim):
+            if d != dim and t.shape[d] != ref.shape[d]:
+                raise RuntimeError(
+                    f"tensorops.cat(): sizes of tensors must match except in dimension {dim}: tensors[{i}] has "
+                    f"size {t.shape[d]} in dimension {d} but tensors[{valid}] has size {ref.shape[d]} (shapes "
+                    f"{list(t.shape)} and {list(ref.shape)})"
+                )
+        total = total + t.shape[dim]
+    shape = list(ref.shape)
+    shape[dim] = total
+    return tuple(shape), dtype, mf, device, dim
+
+
+def _split_sizes(tensor: torch.Tensor, split_size_or_sections: object, dim: int) -> Tuple[List[int], int]:
+    """torch.split's pieces as a list of sizes, with torch's checks; returns (sizes, wrapped dim)."""
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"tensorops.split(): tensor must be a Tensor, got {type(tensor).__name__}")
+    if tensor.dim() == 0:
+        raise RuntimeError("tensorops.split(): split expects at least a 1-dimensional tensor")
+    ndim = tensor.dim()
+    if not -ndim <= dim < ndim:
+        raise IndexError(
+            f"tensorops.split(): dim {dim} is out of range for input with {ndim} dimensions "
+            f"(expected to be in range of [{-ndim}, {ndim - 1}])"
+        )
+    dim = dim % ndim
+    dim_size = tensor.shape[dim]
+    if isinstance(split_size_or_sections, torch.Tensor) and split_size_or_sections.dim() == 0:
+        split_size_or_sections = int(split_size_or_sections.item())
+    if isinstance(split_size_or_sections, bool):
+        raise TypeError("tensorops.split(): split_size_or_sections must be an int or a sequence of ints, got bool")
+    if isinstance(split_size_or_sections, int) or isinstance(split_size_or_sections, torch.SymInt):
+        size = split_size_or_sections
+        if size < 0:
+            raise RuntimeError(f"tensorops.split(): split expects split_size be non-negative, but got split_size={size}")
+        if size == 0:
+            if dim_size != 0:
+                raise RuntimeError(
+                    f"tensorops.split(): split_size can only be 0 if dimension size is 0, but got dimension size "
+                    f"of {dim_size}"
+                )
+            return [0], dim
+        count = max(-(-dim_size // size), 1)
+        return [size] * (count - 1) + [dim_size - size * (count - 1)], dim
+    if not isinstance(split_size_or_sections, (list, tuple)):
+        raise TypeError(
+            "tensorops.split(): split_size_or_sections must be an int or a sequence of ints, got "
+            f"{type(split_size_or_sections).__name__}"
+        )
+    sizes = []
+    for i, s in enumerate(split_size_or_sections):
+        if isinstance(s, torch.Tensor) and s.dim() == 0 and not s.is_floating_point():
+            s = int(s.item())
+        if isinstance(s, bool) or not isinstance(s, (int, torch.SymInt)):
+            raise TypeError(f"tensorops.split(): split_sizes[{i}] must be an int, got {type(s).__name__}")
+        sizes.append(s)
+    for i, s in enumerate(sizes):
+        if s < 0:
+            raise RuntimeError(
+                f"tensorops.split(): split_sizes must be non-negative, but split_sizes[{i}] is {s} "
+                f"(split_sizes={sizes})"
+            )
+    if sum(sizes) != dim_size:
+        raise RuntimeError(
+            f"tensorops.split(): split_sizes must sum exactly to {dim_size} (input's size at dimension {dim}), "
+            f"but got split_sizes={sizes} (sum {sum(sizes)})"
+        )
+    return sizes, dim
+
+
+# ---- public functions ------------------------------------------------------------------------------------------
+def cat(tensors: Union[List[torch.Tensor], Tuple[torch.Tensor, ...]], dim: int = 0) -> torch.Tensor:
+    """Concatenates ``tensors`` along ``dim`` in one pass: a drop-in for ``torch.cat``.
+
+    Args:
+        tensors: a non-empty list or tuple of tensors (any dtype, bool and complex included, any strides) with
+            the same shape except along ``dim``. 1-D tensors of shape ``(0,)`` are skipped, as torch does.
+        dim: the dimension to concatenate along; negative counts from the end.
+
+    Returns:
+        A tensor of the inputs' promoted dtype (``torch.result_type`` over all inputs), sized as the inputs
+        except along ``dim`` (the sum of their sizes), channels_last when every input suggests it (as torch).
+
+    Errors are torch's (ValueError for an empty list, IndexError for ``dim`` out of range, RuntimeError for
+    0-dim inputs, rank or size mismatches and mixed devices), naming the offending tensor's position.
+
+    Example:
+        >>> xs = [torch.randn(64) for _ in range(10_000)]
+        >>> tensorops.cat(xs).shape
+        torch.Size([640000])
+        >>> tensorops.cat([torch.ones(2, 3), torch.zeros(2, 1, dtype=torch.float64)], dim=-1).dtype
+        torch.float64
+    """
+    dim = _check_dim_type("cat", dim)
+    if _FAST_CAT is not None and not torch.compiler.is_compiling():
+        out = _FAST_CAT(tensors, dim)  # plain tensors that need no gradient; None: not handled there
+        if out is not None:
+            return out
+    tensors = _tensor_list(tensors)
+    if tensors and _extension.kernels_for(tensors[0].device) and not tensors[0].is_quantized:
+        return torch.ops.tensorops.cat.default(tensors, dim)
+    _cat_meta(tensors, dim)  # the kernels' errors, then torch for what they do not cover
+    return reference.cat(tensors, dim)
+
+
+def split(
+    tensor: torch.Tensor, split_size_or_sections: Union[int, Sequence[int]], dim: int = 0
+) -> Tuple[torch.Tensor, ...]:
+    """Splits ``tensor`` into contiguous pieces along ``dim`` in one pass: ``torch.split`` as copies.
+
+    The pieces are those of ``torch.split`` (an int gives chunks of that size with a smaller last one; a
+    sequence gives pieces of those sizes, which must sum to ``tensor.shape[dim]``; zero sizes are allowed),
+    but each is a contiguous tensor of its own, like ``torch.split_with_sizes_copy``: no piece shares memory
+    with ``tensor`` or with another piece.
+
+    Args:
+        tensor: a tensor with at least one dimension, any dtype and strides.
+        split_size_or_sections: the size of each chunk, or the list of piece sizes.
+        dim: the dimension to split along; negative counts from the end.
+
+    Returns:
+        A tuple of contiguous tensors of ``tensor``'s dtype.
+
+    Example:
+        >>> x = torch.arange(10).view(2, 5)
+        >>> [p.tolist() for p in tensorops.split(x, [2, 3], dim=1)]
+        [[[0, 1], [5, 6]], [[2, 3, 4], [7, 8, 9]]]
+    """
+    dim = _check_dim_type("split", dim)
+    sizes, wdim = _split_sizes(tensor, split_size_or_sections, dim)
+    if _FAST_SPLIT is not None and not torch.compiler.is_compiling():
+        out = _FAST_SPLIT(tensor, sizes, wdim)
+        if out is not None:
+            return out
+    if _extension.kernels_for(tensor.device) and not tensor.is_quantized:
+        return tuple(torch.ops.tensorops.split.default(tensor, sizes, wdim))
+    return reference.split(tensor, sizes, wdim)
+
+
+# ---- registrations on the compiled ops: fake kernels and autograd ------------------------------------------
+def _register() -> None:
+    lib = "tensorops::"
+
+    @torch.library.register_fake(lib + "cat")
+    def _(tensors, dim):
+        shape, dtype, mf, device, _ = _cat_meta(tensors, dim)
+        return torch.empty(shape, dtype=dtype, device=device, memory_format=mf)
+
+    @torch.library.register_fake(lib + "split")
+    def _(input, sizes, dim):
+        if input.dim() == 0:
+            raise RuntimeError("tensorops.split(): split expects at least a 1-dimensional tensor")
+        ndim = input.dim()
+        if not -ndim <= dim < ndim:
+            raise IndexError(f"tensorops.split(): dim {dim} is out of range for input with {ndim} dimensions")
+        dim = dim % ndim
+        for s in sizes:
+            torch._check(s >= 0, lambda: f"tensorops.split(): split_sizes must be non-negative, got {sizes}")
+        torch._check(
+            sum(sizes) == input.shape[dim],
+            lambda: f"tensorops.split(): split_sizes must sum exactly to {input.shape[dim]}, got {sizes}",
+        )
+        outs = []
+        for s in sizes:
+            shape = list(input.shape)
+            shape[dim] = s
+            outs.append(input.new_empty(shape))
+        return outs
+
+    # cat's gradient is tensorops' split of the output gradient: one pass for any number of inputs.
+    def setup_cat(ctx, inputs, output):
+        tensors, dim = inputs
+        valid = [not _skipped(t) for t in tensors]
+        wdim = dim % output.dim() if any(valid) else 0
+        ctx.wdim = wdim
+        ctx.valid = valid
+        ctx.sizes = [t.shape[wdim] if v else 0 for t, v in zip(tensors, valid)]
+        ctx.dtypes = [t.dtype for t in tensors]
+
+    def backward_cat(ctx, grad):
+        sizes = [s for s, v in zip(ctx.sizes, ctx.valid) if v]
+        pieces = iter(torch.ops.tensorops.split.default(grad, sizes, ctx.wdim) if sizes else ())
+        grads = []
+        for v, dtype in zip(ctx.valid, ctx.dtypes):
+            g = next(pieces) if v else grad.new_zeros((0,))
+            grads.append(g if g.dtype == dtype else g.to(dtype))
+        return grads, None
+
+    torch.library.register_autograd(lib + "cat", backward_cat, setup_context=setup_cat)
+
+    # split's gradient is tensorops' cat of the piece gradients; a missing gradient is a zero piece (a
+    # broadcast zero, not a materialized tensor, until the cat kernel writes it), all missing: no gradient.
+    def setup_split(ctx, inputs, output):
+        input, sizes, dim = inputs
+        ctx.set_materialize_grads(False)
+        ctx.wdim = dim % input.dim()
+        ctx.shapes = [tuple(o.shape) for o in output]
+        ctx.dtype = input.dtype
+
+    def backward_split(ctx, grads):
+        if all(g is None for g in grads):
+            return None, None, None
+        zero = None
+        filled = []
+        for g, shape in zip(grads, ctx.shapes):
+            if g is None:
+                if zero is None:
+                    ref = next(x for x in grads if x is not None)
+                    zero = torch.zeros((), dtype=ctx.dtype, device=ref.device)
+                g = zero.expand(shape)
+            filled.append(g)
+        return torch.ops.tensorops.cat.default(filled, ctx.wdim), None, None
+
+    torch.library.register_autograd(lib + "split", backward_split, setup_context=setup_split)
+
+
+if _extension.is_compiled():
+    _register()
