@@ -92,5 +92,111 @@ TENSOROPS_HD acc_t normalize_grad_std(acc_t sum_gy, acc_t std) {
   return -sum_gy / std;
 }
 
+// =========================================================================================================
+// clamp: torch.clamp's value rules and gradient masks. T is the compute type: the result dtype itself, or float
+// for float16/bfloat16 (exact: a clamp returns one of its operands, and every half/bfloat16 value is a float).
+//
+// Values (CPU and CUDA torch agree on these; checked empirically against torch 2.x):
+//  * a NaN input stays NaN;
+//  * a NaN bound makes the result NaN. A NaN *tensor* bound does so where it is NaN (elementwise); a NaN
+//    *scalar* bound makes the whole result NaN, which the host code handles once with a fill
+//    (clamp_scalar_is_nan), so the per-element scalar rule below never sees one;
+//  * min > max gives max everywhere (the max is applied last);
+//  * integer types have no NaN: the NaN tests compile away (v != v is false).
+
+template <typename T>
+TENSOROPS_HD bool clamp_isnan(T v) {
+  return v != v;  // NOLINT: false for integers, true only for NaN
+}
+
+// Scalar bounds, or tensor bounds already known not to be NaN (checked once per run of elements).
+// Written as selects, so they vectorize to compare+blend (or max/min) instructions.
+template <typename T>
+TENSOROPS_HD T clamp_lower(T x, T lo) {
+  return x < lo ? lo : x;  // NaN x: the comparison is false and x (NaN) is kept
+}
+template <typename T>
+TENSOROPS_HD T clamp_upper(T x, T hi) {
+  return hi < x ? hi : x;
+}
+template <typename T>
+TENSOROPS_HD T clamp_both(T x, T lo, T hi) {
+  return clamp_upper(clamp_lower(x, lo), hi);  // min > max: the result is hi
+}
+
+// Tensor bounds read per element: a NaN in x, lo or hi gives NaN (torch's maximum/minimum/clamp kernels).
+template <typename T>
+TENSOROPS_HD T clamp_lower_nan(T x, T lo) {
+  const T r = clamp_lower(x, lo);
+  return clamp_isnan(lo) ? lo : r;
+}
+template <typename T>
+TENSOROPS_HD T clamp_upper_nan(T x, T hi) {
+  const T r = clamp_upper(x, hi);
+  return clamp_isnan(hi) ? hi : r;
+}
+template <typename T>
+TENSOROPS_HD T clamp_both_nan(T x, T lo, T hi) {
+  T r = clamp_both(x, lo, hi);
+  r = clamp_isnan(hi) ? hi : r;
+  return clamp_isnan(lo) ? lo : r;
+}
+
+// A NaN scalar bound (given as double by the host): the whole result is NaN, whatever the input.
+TENSOROPS_HD bool clamp_scalar_is_nan(bool has, double v) { return has && v != v; }  // NOLINT
+
+// Gradients. torch's clamp backward, as this torch (2.14) computes it, measured with torch.autograd over every
+// combination of x, min, max in {-inf, -1, 0, 0.5, 1, inf, NaN} (tests/test_clamp.py checks the same grid).
+// It is not the textbook "input where min <= x <= max": ties split the gradient in halves and NaN rules differ
+// between tensor and number bounds. With g the incoming gradient:
+//
+//  tensor min and max (lt = min < max, le = min <= max):
+//    input  g * [!(x < min) && !(x > max)], halved when x ties a bound and lt (x == min == max: all of g)
+//    min    g * [x < min && le]      + g/2 * [x == min && lt]
+//    max    g * [max < min || (x > max && le)] + g/2 * [x == max && lt]
+//    (a NaN x sends g to input; a NaN bound stops the "< / >" terms that involve it)
+//  tensor min only (torch's maximum backward):  input g * (x < min ? 0 : x == min ? 1/2 : 1),
+//                                               min   g * (x > min ? 0 : x == min ? 1/2 : 1)  (NaN: both get g)
+//  tensor max only (minimum backward):          input g * (x > max ? 0 : x == max ? 1/2 : 1),
+//                                               max   g * (x < max ? 0 : x == max ? 1/2 : 1)
+//  number bounds: input g * [x > min] * [x < max] (strict: ties and NaN get 0).
+//
+// The weights are 0, 1/2 or 1 and are applied with selects, never multiplications by 0, so an inf or NaN
+// gradient stays out of the elements it does not reach (torch uses where / masked_fill).
+template <typename T>
+TENSOROPS_HD T clamp_weighted(T g, bool full, bool half) {
+  return full ? g : (half ? g * T(0.5) : T(0));
+}
+
+template <typename T, bool HasLo, bool HasHi, bool ScalarBounds>
+TENSOROPS_HD T clamp_grad_input(T g, T x, T lo, T hi) {
+  if (ScalarBounds) {
+    bool m = true;
+    if (HasLo) m = m && (x > lo);
+    if (HasHi) m = m && (x < hi);
+    return m ? g : T(0);
+  }
+  if (HasLo && HasHi) {
+    const bool lt = lo < hi;
+    const bool inside = !(x < lo) && !(x > hi);
+    const bool tie = lt && (x == lo || x == hi);
+    return clamp_weighted(g, inside && !tie, inside && tie);
+  }
+  if (HasLo) return clamp_weighted(g, !(x < lo) && !(x == lo), x == lo);
+  return clamp_weighted(g, !(x > hi) && !(x == hi), x == hi);
+}
+
+template <typename T, bool HasHi>
+TENSOROPS_HD T clamp_grad_min(T g, T x, T lo, T hi) {
+  if (HasHi) return clamp_weighted(g, x < lo && lo <= hi, x == lo && lo < hi);
+  return clamp_weighted(g, !(x > lo) && !(x == lo), x == lo);
+}
+
+template <typename T, bool HasLo>
+TENSOROPS_HD T clamp_grad_max(T g, T x, T lo, T hi) {
+  if (HasLo) return clamp_weighted(g, hi < lo || (x > hi && lo <= hi), x == hi && lo < hi);
+  return clamp_weighted(g, !(x < hi) && !(x == hi), x == hi);
+}
+
 }  // namespace math
 }  // namespace tensorops
