@@ -1,0 +1,346 @@
+// clamp on the CPU: one pass with at::parallel_for over a strided plan (bounds broadcast by 0 strides, never
+// expanded in memory). The value rules and gradient masks are math.h's; the inner loops (clamp_loops.h) are
+// compiled for AVX2+FMA and for baseline x86-64. The backward is one pass that writes grad_input and sums the
+// bounds' gradients into per-thread buffers indexed by the bound's entry, reduced at the end.
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Dispatch_v2.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include "tensorops/clamp_host.h"
+#include "tensorops/cpu_isa.h"
+#include "tensorops/cpu_loop.h"
+#include "tensorops/math.h"
+
+namespace tensorops {
+namespace {
+
+using namespace clamp_host;
+
+// ---- inner loops, built for AVX2+FMA and for baseline x86-64 -------------------------------------------------
+TENSOROPS_BEGIN_AVX2
+namespace avx2 {
+#include "clamp_loops.h"
+}  // namespace avx2
+TENSOROPS_END_AVX2
+namespace base {
+#include "clamp_loops.h"
+}  // namespace base
+
+#define TENSOROPS_DISPATCH_CLAMP_TYPES(TYPE, NAME, ...) \
+  AT_DISPATCH_V2(TYPE, NAME, AT_WRAP(__VA_ARGS__), AT_EXPAND(AT_ALL_TYPES), at::kHalf, at::kBFloat16, at::kBool)
+
+// Calls f.template operator()<HasLo, HasHi>() for the bounds present (at least one is).
+template <typename F>
+void with_bounds(bool has_lo, bool has_hi, const F& f) {
+  if (has_lo && has_hi)
+    f.template operator()<true, true>();
+  else if (has_lo)
+    f.template operator()<true, false>();
+  else
+    f.template operator()<false, true>();
+}
+
+// ---- forward passes ----------------------------------------------------------------------------------------
+// Tensor bounds. x, lo, hi: scalar_t tensors viewed with out's shape (0 strides where they broadcast); out may
+// be x itself (in-place). Operands: 0 out, 1 x, 2 lo, 3 hi (an absent bound stands in as x and is not read).
+template <typename scalar_t, bool HasLo, bool HasHi>
+void clamp_tensor_pass(const at::Tensor& out, const at::Tensor& x, const at::Tensor& lo, const at::Tensor& hi) {
+  using acc_t = typename Acc<scalar_t>::type;
+  const at::Tensor& lo_t = HasLo ? lo : x;
+  const at::Tensor& hi_t = HasHi ? hi : x;
+  const Plan<4> p = make_plan<4>(out.sizes(), {out.strides(), x.strides(), lo_t.strides(), hi_t.strides()});
+  scalar_t* y = out.data_ptr<scalar_t>();
+  const scalar_t* xp = x.const_data_ptr<scalar_t>();
+  const scalar_t* lp = lo_t.const_data_ptr<scalar_t>();
+  const scalar_t* hp = hi_t.const_data_ptr<scalar_t>();
+  const int64_t s0 = p.strides[0][0], s1 = p.strides[1][0], s2 = p.strides[2][0], s3 = p.strides[3][0];
+  cpu_for_each_segment(p, kCpuGrain, [&](const int64_t* off, int64_t n) {
+    const scalar_t* xs = xp + off[1];
+    const scalar_t* ls = lp + off[2];
+    const scalar_t* hs = hp + off[3];
+    scalar_t* ys = y + off[0];
+    if (s0 == 1 && s1 == 1) {
+      if ((!HasLo || s2 == 0) && (!HasHi || s3 == 0)) {  // bounds fixed along the run: (1, C, 1, 1) bounds
+        const acc_t l = HasLo ? static_cast<acc_t>(ls[0]) : acc_t(0);
+        const acc_t h = HasHi ? static_cast<acc_t>(hs[0]) : acc_t(0);
+        if (!(HasLo && math::clamp_isnan(l)) && !(HasHi && math::clamp_isnan(h))) {
+          TENSOROPS_CPU_DISPATCH(clamp_run_const<scalar_t, acc_t, HasLo, HasHi>)(xs, ys, n, l, h);
+          return;
+        }
+      } else if ((!HasLo || s2 == 1) && (!HasHi || s3 == 1)) {
+        TENSOROPS_CPU_DISPATCH(clamp_run_tensor_contig<scalar_t, acc_t, HasLo, HasHi>)(xs, ls, hs, ys, n);
+        return;
+      }
+    }
+    base::clamp_run_tensor_strided<scalar_t, acc_t, HasLo, HasHi>(xs, s1, ls, s2, hs, s3, ys, s0, n);
+  });
+}
+
+// Scalar bounds (already converted to scalar_t the way torch does, and not NaN). Operands: 0 out, 1 x.
+template <typename scalar_t, bool HasLo, bool HasHi>
+void clamp_scalar_pass(const at::Tensor& out, const at::Tensor& x, scalar_t lo, scalar_t hi) {
+  using acc_t = typename Acc<scalar_t>::type;
+  const Plan<2> p = make_plan<2>(out.sizes(), {out.strides(), x.strides()});
+  scalar_t* y = out.data_ptr<scalar_t>();
+  const scalar_t* xp = x.const_data_ptr<scalar_t>();
+  const acc_t l = static_cast<acc_t>(lo), h = static_cast<acc_t>(hi);
+  const int64_t s0 = p.strides[0][0], s1 = p.strides[1][0];
+  cpu_for_each_segment(p, kCpuGrain, [&](const int64_t* off, int64_t n) {
+    if (s0 == 1 && s1 == 1)
+      TENSOROPS_CPU_DISPATCH(clamp_run_const<scalar_t, acc_t, HasLo, HasHi>)(xp + off[1], y + off[0], n, l, h);
+    else
+      base::clamp_run_const_strided<scalar_t, acc_t, HasLo, HasHi>(xp + off[1], s1, y + off[0], s0, n, l, h);
+  });
+}
+
+void check_bool_result(at::ScalarType t, bool has_min, bool has_max, bool scalar) {
+  // torch has no bool kernel for clamp with both tensor bounds, nor for any scalar clamp ("clamp_cpu" /
+  // "clamp_scalar_cpu" not implemented for 'Bool'); one tensor bound is maximum/minimum, which exists.
+  TORCH_CHECK_NOT_IMPLEMENTED(t != at::kBool || (!scalar && !(has_min && has_max)), "tensorops: clamp: ",
+                              scalar ? "min/max are numbers" : "min and max are both given",
+                              " and the result dtype is bool: not implemented for 'Bool' (as in torch)");
+}
+
+// ---- ops ---------------------------------------------------------------------------------------------------
+at::Tensor clamp_tensor_impl(const at::Tensor& inplace, const at::Tensor& input, const std::optional<at::Tensor>& min,
+                             const std::optional<at::Tensor>& max) {
+  check_tensor_args(input, min, max);
+  const bool has_min = min.has_value() && min->defined(), has_max = max.has_value() && max->defined();
+  if (inplace.defined()) {
+    std::vector<int64_t> shape = input.sizes().vec();
+    if (has_min) shape = at::infer_size(shape, min->sizes());
+    if (has_max) shape = at::infer_size(shape, max->sizes());
+    // RuntimeError, like torch's in-place ops
+    TENSOROPS_CHECK(c10::IntArrayRef(shape) == input.sizes(), "min/max", "in-place clamp_: input has shape ",
+                    input.sizes(), " but the bounds broadcast it to ", c10::IntArrayRef(shape));
+    std::vector<at::Tensor> operands{input};
+    if (has_min) operands.push_back(*min);
+    if (has_max) operands.push_back(*max);
+    const at::ScalarType result = at::native::result_type(operands);
+    TENSOROPS_CHECK(at::canCast(result, input.scalar_type()), "min/max", "in-place clamp_: result type ", result,
+                    " can't be cast to the desired output type ", input.scalar_type(), " of input");
+  }
+  auto iter = tensor_iter(inplace, input, min, max);
+  const at::ScalarType T = iter.common_dtype();
+  at::Tensor out = inplace.defined() ? inplace : iter.output();
+  check_bool_result(T, has_min, has_max, false);
+  if (out.numel() == 0) return out;
+  // compute in T; an in-place input of another dtype gets the result cast back (torch allows safe casts only)
+  at::Tensor target = out.scalar_type() == T ? out : at::empty_like(out, out.options().dtype(T));
+  const auto shape = out.sizes();
+  const at::Tensor x = input.to(T).expand(shape);
+  const at::Tensor lo = has_min ? min->to(T).expand(shape) : at::Tensor();
+  const at::Tensor hi = has_max ? max->to(T).expand(shape) : at::Tensor();
+  TENSOROPS_DISPATCH_CLAMP_TYPES(T, "tensorops_clamp_cpu", [&] {
+    with_bounds(has_min, has_max, [&]<bool L, bool H>() { clamp_tensor_pass<scalar_t, L, H>(target, x, lo, hi); });
+  });
+  if (!target.is_same(out)) out.copy_(target);
+  return out;
+}
+
+at::Tensor clamp_scalar_impl(const at::Tensor& inplace, const at::Tensor& input, const std::optional<at::Scalar>& min,
+                             const std::optional<at::Scalar>& max) {
+  check_scalar_args(input, min, max);
+  const at::ScalarType T = scalar_result_type(input, min, max);
+  if (inplace.defined()) {
+    TORCH_CHECK(T == input.scalar_type(), "tensorops: clamp_: min/max: result type ", T,
+                " can't be cast to the desired output type ", input.scalar_type(), " of input");
+    at::assert_no_internal_overlap(input);
+  }
+  const at::Tensor x = input.scalar_type() == T ? input : input.to(T);
+  at::Tensor out = inplace.defined() ? inplace : scalar_output(x);
+  if (out.numel() == 0) return out;
+  if (math::clamp_scalar_is_nan(min.has_value(), min ? min->toDouble() : 0.0) ||
+      math::clamp_scalar_is_nan(max.has_value(), max ? max->toDouble() : 0.0)) {
+    out.fill_(std::numeric_limits<double>::quiet_NaN());
+    return out;
+  }
+  check_bool_result(T, min.has_value(), max.has_value(), true);
+  TENSOROPS_DISPATCH_CLAMP_TYPES(T, "tensorops_clamp_scalar_cpu", [&] {
+    // torch's checked conversion: a bound out of the dtype's range raises, as in torch
+    const scalar_t lo = min ? min->to<scalar_t>() : scalar_t(0);
+    const scalar_t hi = max ? max->to<scalar_t>() : scalar_t(0);
+    with_bounds(min.has_value(), max.has_value(), [&]<bool L, bool H>() { clamp_scalar_pass<scalar_t, L, H>(out, x, lo, hi); });
+  });
+  return out;
+}
+
+at::Tensor clamp_cpu(const at::Tensor& input, const std::optional<at::Tensor>& min,
+                     const std::optional<at::Tensor>& max) {
+  return clamp_tensor_impl(at::Tensor(), input, min, max);
+}
+
+void clamp_inplace_cpu(const at::Tensor& input, const std::optional<at::Tensor>& min,
+                       const std::optional<at::Tensor>& max) {
+  clamp_tensor_impl(input, input, min, max);
+}
+
+at::Tensor clamp_scalar_cpu(const at::Tensor& input, const std::optional<at::Scalar>& min,
+                            const std::optional<at::Scalar>& max) {
+  return clamp_scalar_impl(at::Tensor(), input, min, max);
+}
+
+void clamp_scalar_inplace_cpu(const at::Tensor& input, const std::optional<at::Scalar>& min,
+                              const std::optional<at::Scalar>& max) {
+  clamp_scalar_impl(input, input, min, max);
+}
+
+// ---- backward ----------------------------------------------------------------------------------------------
+// grad_input is written in input's layout when input has the output's shape, else contiguous in grad's shape
+// (the caller sums it to input's shape). The fake kernel in tensorops/clamp.py follows the same rule.
+at::Tensor make_grad_input(const at::Tensor& input, c10::IntArrayRef shape, at::ScalarType T) {
+  if (input.sizes() == shape) return at::empty_like(input, input.options().dtype(T));
+  return at::empty(shape, input.options().dtype(T));
+}
+
+// Operands: 0 a dense layout to walk (grad_input's when written), 1 grad, 2 x, 3 lo entry, 4 hi entry.
+template <typename scalar_t, bool HasLo, bool HasHi, bool ScalarBounds>
+void clamp_backward_pass(const at::Tensor& dense, const at::Tensor& grad, const at::Tensor& x, scalar_t* gi,
+                         const scalar_t* lo, c10::IntArrayRef lo_idx, int64_t klo, const scalar_t* hi,
+                         c10::IntArrayRef hi_idx, int64_t khi, bool want_sums, at::Tensor& grad_lo,
+                         at::Tensor& grad_hi) {
+  using acc_t = typename Acc<scalar_t>::type;
+  using sum_t = double;
+  const Plan<5> p =
+      make_plan<5>(x.sizes(), {dense.strides(), grad.strides(), x.strides(), lo_idx, hi_idx});
+  const scalar_t* g = grad.const_data_ptr<scalar_t>();
+  const scalar_t* xp = x.const_data_ptr<scalar_t>();
+  const int nthreads = at::get_num_threads();
+  const int64_t K = klo + khi;
+  std::vector<sum_t> sums(want_sums ? static_cast<size_t>(nthreads) * K : 0, sum_t(0));
+  const int64_t s0 = p.strides[0][0], s1 = p.strides[1][0], s2 = p.strides[2][0];
+  const int64_t s3 = p.strides[3][0], s4 = p.strides[4][0];
+  cpu_for_each_segment(p, kCpuGrain, [&](const int64_t* off, int64_t n) {
+    sum_t* mine = want_sums ? sums.data() + static_cast<size_t>(at::get_thread_num()) * K : nullptr;
+    sum_t* slo = mine && HasLo ? mine : nullptr;
+    sum_t* shi = mine && HasHi ? mine + klo : nullptr;
+    const scalar_t* gs = g + off[1];
+    const scalar_t* xs = xp + off[2];
+    scalar_t* gis = gi ? gi + off[0] : nullptr;
+    if ((!gi || s0 == 1) && s1 == 1 && s2 == 1 && (!HasLo || s3 == 0) && (!HasHi || s4 == 0)) {
+      const acc_t l = HasLo ? static_cast<acc_t>(lo[off[3]]) : acc_t(0);
+      const acc_t h = HasHi ? static_cast<acc_t>(hi[off[4]]) : acc_t(0);
+      sum_t* a = slo ? slo + off[3] : nullptr;
+      sum_t* b = shi ? shi + off[4] : nullptr;
+      if (gis && mine)
+        TENSOROPS_CPU_DISPATCH(clamp_backward_run_const<scalar_t, acc_t, sum_t, HasLo, HasHi, ScalarBounds, true, true>)(gs, xs, gis, n, l, h, a, b);
+      else if (gis)
+        TENSOROPS_CPU_DISPATCH(clamp_backward_run_const<scalar_t, acc_t, sum_t, HasLo, HasHi, ScalarBounds, true, false>)(gs, xs, gis, n, l, h, a, b);
+      else if (mine)
+        TENSOROPS_CPU_DISPATCH(clamp_backward_run_const<scalar_t, acc_t, sum_t, HasLo, HasHi, ScalarBounds, false, true>)(gs, xs, gis, n, l, h, a, b);
+      return;
+    }
+    base::clamp_backward_run_strided<scalar_t, acc_t, sum_t, HasLo, HasHi, ScalarBounds>(gs, s1, xs, s2, gis, s0, lo, off[3], s3, hi,
+                                                                         off[4], s4, slo, shi, n);
+  });
+  if (!want_sums) return;
+  // the small reduction over threads, straight into the bounds' gradients (contiguous, the bounds' shapes)
+  scalar_t* out_lo = HasLo && grad_lo.numel() ? grad_lo.data_ptr<scalar_t>() : nullptr;
+  scalar_t* out_hi = HasHi && grad_hi.numel() ? grad_hi.data_ptr<scalar_t>() : nullptr;
+  for (int64_t k = 0; k < K; ++k) {
+    sum_t total = 0;
+    for (int th = 0; th < nthreads; ++th) total += sums[static_cast<size_t>(th) * K + k];
+    if (k < klo) {
+      if (out_lo) out_lo[k] = static_cast<scalar_t>(total);
+    } else if (out_hi) {
+      out_hi[k - klo] = static_cast<scalar_t>(total);
+    }
+  }
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> clamp_backward_cpu(const at::Tensor& grad, const at::Tensor& input,
+                                                                  const std::optional<at::Tensor>& min,
+                                                                  const std::optional<at::Tensor>& max,
+                                                                  std::array<bool, 3> mask) {
+  check_tensor_args(input, min, max);
+  const bool has_min = min.has_value() && min->defined(), has_max = max.has_value() && max->defined();
+  std::vector<at::Tensor> operands{input};
+  std::vector<int64_t> shape = input.sizes().vec();
+  if (has_min) {
+    operands.push_back(*min);
+    shape = at::infer_size(shape, min->sizes());
+  }
+  if (has_max) {
+    operands.push_back(*max);
+    shape = at::infer_size(shape, max->sizes());
+  }
+  const at::ScalarType T = at::native::result_type(operands);
+  TENSOROPS_CHECK_TYPE(at::isFloatingType(T), "input", "clamp_backward needs a floating result dtype, got ", T);
+  TENSOROPS_CHECK_VALUE(grad.sizes() == c10::IntArrayRef(shape), "grad", "has shape ", grad.sizes(),
+                        " but the clamp output has shape ", c10::IntArrayRef(shape));
+  TENSOROPS_CHECK_VALUE(grad.device() == input.device(), "grad", "is on ", grad.device(), " but input is on ",
+                        input.device());
+  const auto opts = input.options().dtype(T);
+  at::Tensor grad_input = mask[0] ? make_grad_input(input, shape, T) : at::empty({0}, opts);
+  const bool want_lo = mask[1] && has_min, want_hi = mask[2] && has_max;
+  at::Tensor grad_min = want_lo ? at::empty(min->sizes(), opts) : at::empty({0}, opts);
+  at::Tensor grad_max = want_hi ? at::empty(max->sizes(), opts) : at::empty({0}, opts);
+  if (grad_min.numel()) grad_min.zero_();
+  if (grad_max.numel()) grad_max.zero_();
+  if (grad.numel() == 0) return {grad_input, grad_min, grad_max};
+  const at::Tensor g = grad.to(T);
+  const at::Tensor x = input.to(T).expand(shape);
+  const at::Tensor lo = has_min ? min->to(T).contiguous() : at::Tensor();
+  const at::Tensor hi = has_max ? max->to(T).contiguous() : at::Tensor();
+  const std::vector<int64_t> lo_idx = has_min ? entry_strides(min->sizes(), shape) : std::vector<int64_t>(shape.size(), 0);
+  const std::vector<int64_t> hi_idx = has_max ? entry_strides(max->sizes(), shape) : std::vector<int64_t>(shape.size(), 0);
+  const at::Tensor dense = mask[0] ? grad_input : at::empty_like(g, g.options().device(at::kMeta));
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, T, "tensorops_clamp_backward_cpu", [&] {
+    scalar_t* gi = mask[0] ? grad_input.data_ptr<scalar_t>() : nullptr;
+    const scalar_t* lp = has_min ? lo.const_data_ptr<scalar_t>() : nullptr;
+    const scalar_t* hp = has_max ? hi.const_data_ptr<scalar_t>() : nullptr;
+    const int64_t klo = has_min ? lo.numel() : 0, khi = has_max ? hi.numel() : 0;
+    with_bounds(has_min, has_max, [&]<bool L, bool H>() {
+      clamp_backward_pass<scalar_t, L, H, false>(dense, g, x, gi, lp, lo_idx, klo, hp, hi_idx, khi, want_lo || want_hi,
+                                          grad_min, grad_max);
+    });
+  });
+  return {grad_input, grad_min, grad_max};
+}
+
+at::Tensor clamp_scalar_backward_cpu(const at::Tensor& grad, const at::Tensor& input,
+                                     const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
+  check_scalar_args(input, min, max);
+  const at::ScalarType T = input.scalar_type();
+  TENSOROPS_CHECK_TYPE(at::isFloatingType(T), "input", "clamp_scalar_backward needs a floating input, got ", T);
+  TENSOROPS_CHECK_VALUE(grad.sizes() == input.sizes(), "grad", "has shape ", grad.sizes(), " but input has ",
+                        input.sizes());
+  at::Tensor grad_input = at::empty_like(input);
+  if (input.numel() == 0) return grad_input;
+  if (math::clamp_scalar_is_nan(min.has_value(), min ? min->toDouble() : 0.0) ||
+      math::clamp_scalar_is_nan(max.has_value(), max ? max->toDouble() : 0.0)) {
+    return grad_input.zero_();  // x > NaN and x < NaN are false: no gradient anywhere
+  }
+  const at::Tensor g = grad.to(T);
+  at::Tensor none;
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, T, "tensorops_clamp_scalar_backward_cpu", [&] {
+    const scalar_t lo = min ? min->to<scalar_t>() : scalar_t(0);
+    const scalar_t hi = max ? max->to<scalar_t>() : scalar_t(0);
+    const std::vector<int64_t> zeros(input.dim(), 0);
+    with_bounds(min.has_value(), max.has_value(), [&]<bool L, bool H>() {
+      clamp_backward_pass<scalar_t, L, H, true>(grad_input, g, input, grad_input.data_ptr<scalar_t>(), &lo, zeros, 1, &hi,
+                                          zeros, 1, false, none, none);
+    });
+  });
+  return grad_input;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(tensorops, CPU, m) {
+  m.impl("clamp", &clamp_cpu);
+  m.impl("clamp_", &clamp_inplace_cpu);
+  m.impl("clamp_scalar", &clamp_scalar_cpu);
+  m.impl("clamp_scalar_", &clamp_scalar_inplace_cpu);
+  m.impl("clamp_backward", &clamp_backward_cpu);
+  m.impl("clamp_scalar_backward", &clamp_scalar_backward_cpu);
+}
+
+}  // namespace tensorops
