@@ -2,5 +2,6 @@
 from tensorops._extension import __version__, build_info, is_compiled
 from tensorops.modules import Normalize
 from tensorops.normalize import normalize
+from tensorops.clamp import clamp, clamp_
 
-__all__ = ["__version__", "build_info", "is_compiled", "normalize", "Normalize"]
+__all__ = ["__version__", "build_info", "is_compiled", "normalize", "Normalize", "clamp", "clamp_"]
