@@ -163,39 +163,44 @@ TENSOROPS_HD bool clamp_scalar_is_nan(bool has, double v) { return has && v != v
 //
 // The weights are 0, 1/2 or 1 and are applied with selects, never multiplications by 0, so an inf or NaN
 // gradient stays out of the elements it does not reach (torch uses where / masked_fill).
+// Conditions are combined with & and | (not && and ||) so that no branch is generated: the CPU loops then
+// vectorize into compares and blends, and GPU threads do not diverge.
+// (g / 2 is computed unconditionally: a multiply inside a select is not speculated by the vectorizer.)
 template <typename T>
 TENSOROPS_HD T clamp_weighted(T g, bool full, bool half) {
-  return full ? g : (half ? g * T(0.5) : T(0));
+  const T g2 = g * T(0.5);
+  const T h = half ? g2 : T(0);
+  return full ? g : h;
 }
 
 template <typename T, bool HasLo, bool HasHi, bool ScalarBounds>
 TENSOROPS_HD T clamp_grad_input(T g, T x, T lo, T hi) {
   if (ScalarBounds) {
     bool m = true;
-    if (HasLo) m = m && (x > lo);
-    if (HasHi) m = m && (x < hi);
+    if (HasLo) m = m & (x > lo);
+    if (HasHi) m = m & (x < hi);
     return m ? g : T(0);
   }
   if (HasLo && HasHi) {
     const bool lt = lo < hi;
-    const bool inside = !(x < lo) && !(x > hi);
-    const bool tie = lt && (x == lo || x == hi);
-    return clamp_weighted(g, inside && !tie, inside && tie);
+    const bool inside = !(x < lo) & !(x > hi);
+    const bool tie = lt & ((x == lo) | (x == hi));
+    return clamp_weighted(g, inside & !tie, inside & tie);
   }
-  if (HasLo) return clamp_weighted(g, !(x < lo) && !(x == lo), x == lo);
-  return clamp_weighted(g, !(x > hi) && !(x == hi), x == hi);
+  if (HasLo) return clamp_weighted(g, !(x < lo) & !(x == lo), x == lo);
+  return clamp_weighted(g, !(x > hi) & !(x == hi), x == hi);
 }
 
 template <typename T, bool HasHi>
 TENSOROPS_HD T clamp_grad_min(T g, T x, T lo, T hi) {
-  if (HasHi) return clamp_weighted(g, x < lo && lo <= hi, x == lo && lo < hi);
-  return clamp_weighted(g, !(x > lo) && !(x == lo), x == lo);
+  if (HasHi) return clamp_weighted(g, (x < lo) & (lo <= hi), (x == lo) & (lo < hi));
+  return clamp_weighted(g, !(x > lo) & !(x == lo), x == lo);
 }
 
 template <typename T, bool HasLo>
 TENSOROPS_HD T clamp_grad_max(T g, T x, T lo, T hi) {
-  if (HasLo) return clamp_weighted(g, hi < lo || (x > hi && lo <= hi), x == hi && lo < hi);
-  return clamp_weighted(g, !(x < hi) && !(x == hi), x == hi);
+  if (HasLo) return clamp_weighted(g, (hi < lo) | ((x > hi) & (lo <= hi)), (x == hi) & (lo < hi));
+  return clamp_weighted(g, !(x < hi) & !(x == hi), x == hi);
 }
 
 }  // namespace math
