@@ -9,7 +9,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Dispatch_v2.h>
-#include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
@@ -100,76 +99,29 @@ void clamp_scalar_pass(const at::Tensor& out, const at::Tensor& x, scalar_t lo, 
   });
 }
 
-void check_bool_result(at::ScalarType t, bool has_min, bool has_max, bool scalar) {
-  // torch has no bool kernel for clamp with both tensor bounds, nor for any scalar clamp ("clamp_cpu" /
-  // "clamp_scalar_cpu" not implemented for 'Bool'); one tensor bound is maximum/minimum, which exists.
-  TORCH_CHECK_NOT_IMPLEMENTED(t != at::kBool || (!scalar && !(has_min && has_max)), "tensorops: clamp: ",
-                              scalar ? "min/max are numbers" : "min and max are both given",
-                              " and the result dtype is bool: not implemented for 'Bool' (as in torch)");
-}
-
 // ---- ops ---------------------------------------------------------------------------------------------------
 at::Tensor clamp_tensor_impl(const at::Tensor& inplace, const at::Tensor& input, const std::optional<at::Tensor>& min,
                              const std::optional<at::Tensor>& max) {
-  check_tensor_args(input, min, max);
-  const bool has_min = min.has_value() && min->defined(), has_max = max.has_value() && max->defined();
-  if (inplace.defined()) {
-    std::vector<int64_t> shape = input.sizes().vec();
-    if (has_min) shape = at::infer_size(shape, min->sizes());
-    if (has_max) shape = at::infer_size(shape, max->sizes());
-    // RuntimeError, like torch's in-place ops
-    TENSOROPS_CHECK(c10::IntArrayRef(shape) == input.sizes(), "min/max", "in-place clamp_: input has shape ",
-                    input.sizes(), " but the bounds broadcast it to ", c10::IntArrayRef(shape));
-    std::vector<at::Tensor> operands{input};
-    if (has_min) operands.push_back(*min);
-    if (has_max) operands.push_back(*max);
-    const at::ScalarType result = at::native::result_type(operands);
-    TENSOROPS_CHECK(at::canCast(result, input.scalar_type()), "min/max", "in-place clamp_: result type ", result,
-                    " can't be cast to the desired output type ", input.scalar_type(), " of input");
-  }
-  auto iter = tensor_iter(inplace, input, min, max);
-  const at::ScalarType T = iter.common_dtype();
-  at::Tensor out = inplace.defined() ? inplace : iter.output();
-  check_bool_result(T, has_min, has_max, false);
-  if (out.numel() == 0) return out;
-  // compute in T; an in-place input of another dtype gets the result cast back (torch allows safe casts only)
-  at::Tensor target = out.scalar_type() == T ? out : at::empty_like(out, out.options().dtype(T));
-  const auto shape = out.sizes();
-  const at::Tensor x = input.to(T).expand(shape);
-  const at::Tensor lo = has_min ? min->to(T).expand(shape) : at::Tensor();
-  const at::Tensor hi = has_max ? max->to(T).expand(shape) : at::Tensor();
-  TENSOROPS_DISPATCH_CLAMP_TYPES(T, "tensorops_clamp_cpu", [&] {
-    with_bounds(has_min, has_max, [&]<bool L, bool H>() { clamp_tensor_pass<scalar_t, L, H>(target, x, lo, hi); });
+  TensorForward f = prepare_tensor_forward(inplace, input, min, max);
+  if (f.done) return f.out;
+  TENSOROPS_DISPATCH_CLAMP_TYPES(f.T, "tensorops_clamp_cpu", [&] {
+    with_bounds(f.has_min, f.has_max, [&]<bool L, bool H>() { clamp_tensor_pass<scalar_t, L, H>(f.target, f.x, f.lo, f.hi); });
   });
-  if (!target.is_same(out)) out.copy_(target);
-  return out;
+  f.finish();
+  return f.out;
 }
 
 at::Tensor clamp_scalar_impl(const at::Tensor& inplace, const at::Tensor& input, const std::optional<at::Scalar>& min,
                              const std::optional<at::Scalar>& max) {
-  check_scalar_args(input, min, max);
-  const at::ScalarType T = scalar_result_type(input, min, max);
-  if (inplace.defined()) {
-    TORCH_CHECK(T == input.scalar_type(), "tensorops: clamp_: min/max: result type ", T,
-                " can't be cast to the desired output type ", input.scalar_type(), " of input");
-    at::assert_no_internal_overlap(input);
-  }
-  const at::Tensor x = input.scalar_type() == T ? input : input.to(T);
-  at::Tensor out = inplace.defined() ? inplace : scalar_output(x);
-  if (out.numel() == 0) return out;
-  if (math::clamp_scalar_is_nan(min.has_value(), min ? min->toDouble() : 0.0) ||
-      math::clamp_scalar_is_nan(max.has_value(), max ? max->toDouble() : 0.0)) {
-    out.fill_(std::numeric_limits<double>::quiet_NaN());
-    return out;
-  }
-  check_bool_result(T, min.has_value(), max.has_value(), true);
-  TENSOROPS_DISPATCH_CLAMP_TYPES(T, "tensorops_clamp_scalar_cpu", [&] {
+  ScalarForward f = prepare_scalar_forward(inplace, input, min, max);
+  if (f.done) return f.out;
+  TENSOROPS_DISPATCH_CLAMP_TYPES(f.T, "tensorops_clamp_scalar_cpu", [&] {
     // torch's checked conversion: a bound out of the dtype's range raises, as in torch
     const scalar_t lo = min ? min->to<scalar_t>() : scalar_t(0);
     const scalar_t hi = max ? max->to<scalar_t>() : scalar_t(0);
-    with_bounds(min.has_value(), max.has_value(), [&]<bool L, bool H>() { clamp_scalar_pass<scalar_t, L, H>(out, x, lo, hi); });
+    with_bounds(min.has_value(), max.has_value(), [&]<bool L, bool H>() { clamp_scalar_pass<scalar_t, L, H>(f.out, f.x, lo, hi); });
   });
-  return out;
+  return f.out;
 }
 
 at::Tensor clamp_cpu(const at::Tensor& input, const std::optional<at::Tensor>& min,
@@ -193,13 +145,6 @@ void clamp_scalar_inplace_cpu(const at::Tensor& input, const std::optional<at::S
 }
 
 // ---- backward ----------------------------------------------------------------------------------------------
-// grad_input is written in input's layout when input has the output's shape, else contiguous in grad's shape
-// (the caller sums it to input's shape). The fake kernel in tensorops/clamp.py follows the same rule.
-at::Tensor make_grad_input(const at::Tensor& input, c10::IntArrayRef shape, at::ScalarType T) {
-  if (input.sizes() == shape) return at::empty_like(input, input.options().dtype(T));
-  return at::empty(shape, input.options().dtype(T));
-}
-
 // Operands: 0 a dense layout to walk (grad_input's when written), 1 grad, 2 x, 3 lo entry, 4 hi entry.
 template <typename scalar_t, bool HasLo, bool HasHi, bool ScalarBounds>
 void clamp_backward_pass(const at::Tensor& dense, const at::Tensor& grad, const at::Tensor& x, scalar_t* gi,
@@ -259,77 +204,36 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> clamp_backward_cpu(const at::Tens
                                                                   const std::optional<at::Tensor>& min,
                                                                   const std::optional<at::Tensor>& max,
                                                                   std::array<bool, 3> mask) {
-  check_tensor_args(input, min, max);
-  const bool has_min = min.has_value() && min->defined(), has_max = max.has_value() && max->defined();
-  std::vector<at::Tensor> operands{input};
-  std::vector<int64_t> shape = input.sizes().vec();
-  if (has_min) {
-    operands.push_back(*min);
-    shape = at::infer_size(shape, min->sizes());
-  }
-  if (has_max) {
-    operands.push_back(*max);
-    shape = at::infer_size(shape, max->sizes());
-  }
-  const at::ScalarType T = at::native::result_type(operands);
-  TENSOROPS_CHECK_TYPE(at::isFloatingType(T), "input", "clamp_backward needs a floating result dtype, got ", T);
-  TENSOROPS_CHECK_VALUE(grad.sizes() == c10::IntArrayRef(shape), "grad", "has shape ", grad.sizes(),
-                        " but the clamp output has shape ", c10::IntArrayRef(shape));
-  TENSOROPS_CHECK_VALUE(grad.device() == input.device(), "grad", "is on ", grad.device(), " but input is on ",
-                        input.device());
-  const auto opts = input.options().dtype(T);
-  at::Tensor grad_input = mask[0] ? make_grad_input(input, shape, T) : at::empty({0}, opts);
-  const bool want_lo = mask[1] && has_min, want_hi = mask[2] && has_max;
-  at::Tensor grad_min = want_lo ? at::empty(min->sizes(), opts) : at::empty({0}, opts);
-  at::Tensor grad_max = want_hi ? at::empty(max->sizes(), opts) : at::empty({0}, opts);
-  if (grad_min.numel()) grad_min.zero_();
-  if (grad_max.numel()) grad_max.zero_();
-  if (grad.numel() == 0) return {grad_input, grad_min, grad_max};
-  const at::Tensor g = grad.to(T);
-  const at::Tensor x = input.to(T).expand(shape);
-  const at::Tensor lo = has_min ? min->to(T).contiguous() : at::Tensor();
-  const at::Tensor hi = has_max ? max->to(T).contiguous() : at::Tensor();
-  const std::vector<int64_t> lo_idx = has_min ? entry_strides(min->sizes(), shape) : std::vector<int64_t>(shape.size(), 0);
-  const std::vector<int64_t> hi_idx = has_max ? entry_strides(max->sizes(), shape) : std::vector<int64_t>(shape.size(), 0);
-  const at::Tensor dense = mask[0] ? grad_input : at::empty_like(g, g.options().device(at::kMeta));
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, T, "tensorops_clamp_backward_cpu", [&] {
-    scalar_t* gi = mask[0] ? grad_input.data_ptr<scalar_t>() : nullptr;
-    const scalar_t* lp = has_min ? lo.const_data_ptr<scalar_t>() : nullptr;
-    const scalar_t* hp = has_max ? hi.const_data_ptr<scalar_t>() : nullptr;
-    const int64_t klo = has_min ? lo.numel() : 0, khi = has_max ? hi.numel() : 0;
-    with_bounds(has_min, has_max, [&]<bool L, bool H>() {
-      clamp_backward_pass<scalar_t, L, H, false>(dense, g, x, gi, lp, lo_idx, klo, hp, hi_idx, khi, want_lo || want_hi,
-                                          grad_min, grad_max);
+  TensorBackward b = prepare_tensor_backward(grad, input, min, max, mask);
+  if (b.done) return {b.grad_input, b.grad_min, b.grad_max};
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, b.T, "tensorops_clamp_backward_cpu", [&] {
+    scalar_t* gi = mask[0] ? b.grad_input.data_ptr<scalar_t>() : nullptr;
+    const scalar_t* lp = b.has_min ? b.lo.const_data_ptr<scalar_t>() : nullptr;
+    const scalar_t* hp = b.has_max ? b.hi.const_data_ptr<scalar_t>() : nullptr;
+    const int64_t klo = b.has_min ? b.lo.numel() : 0, khi = b.has_max ? b.hi.numel() : 0;
+    with_bounds(b.has_min, b.has_max, [&]<bool L, bool H>() {
+      clamp_backward_pass<scalar_t, L, H, false>(b.dense, b.g, b.x, gi, lp, b.lo_idx, klo, hp, b.hi_idx, khi,
+                                                 b.want_lo || b.want_hi, b.grad_min, b.grad_max);
     });
   });
-  return {grad_input, grad_min, grad_max};
+  return {b.grad_input, b.grad_min, b.grad_max};
 }
 
 at::Tensor clamp_scalar_backward_cpu(const at::Tensor& grad, const at::Tensor& input,
                                      const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
-  check_scalar_args(input, min, max);
-  const at::ScalarType T = input.scalar_type();
-  TENSOROPS_CHECK_TYPE(at::isFloatingType(T), "input", "clamp_scalar_backward needs a floating input, got ", T);
-  TENSOROPS_CHECK_VALUE(grad.sizes() == input.sizes(), "grad", "has shape ", grad.sizes(), " but input has ",
-                        input.sizes());
-  at::Tensor grad_input = at::empty_like(input);
-  if (input.numel() == 0) return grad_input;
-  if (math::clamp_scalar_is_nan(min.has_value(), min ? min->toDouble() : 0.0) ||
-      math::clamp_scalar_is_nan(max.has_value(), max ? max->toDouble() : 0.0)) {
-    return grad_input.zero_();  // x > NaN and x < NaN are false: no gradient anywhere
-  }
-  const at::Tensor g = grad.to(T);
+  ScalarBackward b = prepare_scalar_backward(grad, input, min, max);
+  if (b.done) return b.grad_input;
   at::Tensor none;
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, T, "tensorops_clamp_scalar_backward_cpu", [&] {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, input.scalar_type(), "tensorops_clamp_scalar_backward_cpu", [&] {
     const scalar_t lo = min ? min->to<scalar_t>() : scalar_t(0);
     const scalar_t hi = max ? max->to<scalar_t>() : scalar_t(0);
     const std::vector<int64_t> zeros(input.dim(), 0);
     with_bounds(min.has_value(), max.has_value(), [&]<bool L, bool H>() {
-      clamp_backward_pass<scalar_t, L, H, true>(grad_input, g, input, grad_input.data_ptr<scalar_t>(), &lo, zeros, 1, &hi,
-                                          zeros, 1, false, none, none);
+      clamp_backward_pass<scalar_t, L, H, true>(b.grad_input, b.g, input, b.grad_input.data_ptr<scalar_t>(), &lo, zeros,
+                                                1, &hi, zeros, 1, false, none, none);
     });
   });
-  return grad_input;
+  return b.grad_input;
 }
 
 }  // namespace
