@@ -30,23 +30,24 @@ def _check_input(fn: str, input: object) -> None:
 
 def _check_bound(fn: str, name: str, bound: object) -> Bound:
     """None, a Python number (bool, int, float) or a tensor; anything else raises naming the argument."""
-    if bound is None or isinstance(bound, torch.Tensor):
-        if isinstance(bound, torch.Tensor) and bound.is_complex():
+    kind = type(bound)
+    if bound is None or kind is float or kind is int or kind is bool:  # the common cases, without ABC checks
+        return bound
+    if isinstance(bound, torch.Tensor):
+        if bound.is_complex():
             raise NotImplementedError(f"{fn}: {name} is {bound.dtype}; clamp is not supported for complex types")
         return bound
     if isinstance(bound, bool):
-        return bound
+        return bool(bound)
     if isinstance(bound, numbers.Integral):
         return int(bound)
     if isinstance(bound, numbers.Real):
         return float(bound)
     if isinstance(bound, numbers.Complex):
-        raise NotImplementedError(f"{fn}: {name} is the complex number {bound!r}; clamp is not supported for complex types")
+        raise NotImplementedError(
+            f"{fn}: {name} is the complex number {bound!r}; clamp is not supported for complex types"
+        )
     raise TypeError(f"{fn}: {name} must be a number, a tensor or None, got {type(bound).__name__}")
-
-
-def _as_number(t: torch.Tensor) -> Union[bool, int, float]:
-    return t.item()
 
 
 def _resolve(fn: str, input: object, min: object, max: object) -> Tuple[Bound, Bound, bool]:
@@ -58,9 +59,10 @@ def _resolve(fn: str, input: object, min: object, max: object) -> Tuple[Bound, B
     min, max = _check_bound(fn, "min", min), _check_bound(fn, "max", max)
     if min is None and max is None:
         raise RuntimeError(f"{fn}: min, max: at least one of 'min' or 'max' must not be None")
-    tensors = [isinstance(b, torch.Tensor) for b in (min, max)]
-    numbers_ = [b is not None and not t for b, t in zip((min, max), tensors)]
-    if any(tensors) and any(numbers_):
+    min_t, max_t = isinstance(min, torch.Tensor), isinstance(max, torch.Tensor)
+    if not (min_t or max_t):
+        return min, max, False
+    if (min_t and max is not None and not max_t) or (max_t and min is not None and not min_t):
         for name, b in (("min", min), ("max", max)):
             if isinstance(b, torch.Tensor) and (b.dim() != 0 or b.requires_grad):
                 other = "max" if name == "min" else "min"
@@ -69,23 +71,22 @@ def _resolve(fn: str, input: object, min: object, max: object) -> Tuple[Bound, B
                     f"{' that requires grad' if b.requires_grad else ''} but {other} is a number; pass both "
                     "bounds as tensors or both as numbers (a 0-dim tensor without grad may be mixed with a number)"
                 )
-        min = _as_number(min) if isinstance(min, torch.Tensor) else min
-        max = _as_number(max) if isinstance(max, torch.Tensor) else max
+        min = min.item() if min_t else min  # type: ignore[union-attr]
+        max = max.item() if max_t else max  # type: ignore[union-attr]
         return min, max, False
-    if any(tensors):
-        for name, b in (("min", min), ("max", max)):
-            if isinstance(b, torch.Tensor) and b.device != input.device:  # type: ignore[union-attr]
-                if not (b.dim() == 0 and b.device.type == "cpu"):
-                    raise RuntimeError(f"{fn}: {name} is on {b.device} but input is on {input.device}")  # type: ignore[union-attr]
-        return min, max, True
-    return min, max, False
+    for name, b in (("min", min), ("max", max)):
+        if isinstance(b, torch.Tensor) and b.device != input.device:  # type: ignore[union-attr]
+            if not (b.dim() == 0 and b.device.type == "cpu"):
+                raise RuntimeError(f"{fn}: {name} is on {b.device} but input is on {input.device}")  # type: ignore[union-attr]
+    return min, max, True
 
 
 def _kernel_ok(input: torch.Tensor, min: Bound, max: Bound) -> bool:
-    if not _extension.kernels_for(input.device) or input.dtype not in _KERNEL_DTYPES:
+    device = input.device
+    if input.dtype not in _KERNEL_DTYPES or not _extension.kernels_for(device):
         return False
     for b in (min, max):
-        if isinstance(b, torch.Tensor) and (b.device != input.device or b.dtype not in _KERNEL_DTYPES):
+        if isinstance(b, torch.Tensor) and (b.device != device or b.dtype not in _KERNEL_DTYPES):
             return False  # a CPU 0-dim bound with a CUDA input, or a dtype the kernels do not cover
     return True
 
