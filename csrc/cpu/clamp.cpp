@@ -2,7 +2,9 @@
 // expanded in memory). The value rules and gradient masks are math.h's; the inner loops (clamp_loops.h) are
 // compiled for AVX2+FMA and for baseline x86-64. The backward is one pass that writes grad_input and sums the
 // bounds' gradients into per-thread buffers indexed by the bound's entry, reduced at the end.
+#include <algorithm>
 #include <limits>
+#include <type_traits>
 #include <optional>
 #include <vector>
 
@@ -47,6 +49,21 @@ void with_bounds(bool has_lo, bool has_hi, const F& f) {
 }
 
 // ---- forward passes ----------------------------------------------------------------------------------------
+// y = clamp(x) over a contiguous run with bounds fixed for the run (not NaN). float16/bfloat16 work on the
+// raw bits (math::clamp_bits16), everything else in the compute type.
+template <typename scalar_t, bool HasLo, bool HasHi>
+void run_const(const scalar_t* x, scalar_t* y, int64_t n, scalar_t lo, scalar_t hi) {
+  using acc_t = typename Acc<scalar_t>::type;
+  if constexpr (std::is_same_v<scalar_t, c10::Half> || std::is_same_v<scalar_t, c10::BFloat16>) {
+    constexpr uint16_t kInf = std::is_same_v<scalar_t, c10::Half> ? 0x7C00 : 0x7F80;
+    TENSOROPS_CPU_DISPATCH(clamp_run_const_bits16<kInf, HasLo, HasHi>)(
+        reinterpret_cast<const uint16_t*>(x), reinterpret_cast<uint16_t*>(y), n, lo.x, hi.x);
+  } else {
+    TENSOROPS_CPU_DISPATCH(clamp_run_const<scalar_t, acc_t, HasLo, HasHi>)(x, y, n, static_cast<acc_t>(lo),
+                                                                          static_cast<acc_t>(hi));
+  }
+}
+
 // Tensor bounds. x, lo, hi: scalar_t tensors viewed with out's shape (0 strides where they broadcast); out may
 // be x itself (in-place). Operands: 0 out, 1 x, 2 lo, 3 hi (an absent bound stands in as x and is not read).
 template <typename scalar_t, bool HasLo, bool HasHi>
@@ -54,7 +71,30 @@ void clamp_tensor_pass(const at::Tensor& out, const at::Tensor& x, const at::Ten
   using acc_t = typename Acc<scalar_t>::type;
   const at::Tensor& lo_t = HasLo ? lo : x;
   const at::Tensor& hi_t = HasHi ? hi : x;
-  const Plan<4> p = make_plan<4>(out.sizes(), {out.strides(), x.strides(), lo_t.strides(), hi_t.strides()});
+  Plan<4> p = make_plan<4>(out.sizes(), {out.strides(), x.strides(), lo_t.strides(), hi_t.strides()});
+  // A short inner dimension along which the bounds vary (C of a channels_last batch with (1, C, 1, 1)
+  // bounds), walked contiguously together with the next one, whose bounds do not vary: merge the two into
+  // long runs and give the kernel the bounds as a periodic pattern. The phase of a run is off[0] % period,
+  // which needs every outer output stride to be a multiple of the period.
+  int64_t period = 0, plo = 0, phi = 0;
+  if (p.ndim >= 2 && p.sizes[0] <= 64 && p.strides[0][0] == 1 && p.strides[1][0] == 1 &&
+      p.strides[0][1] == p.sizes[0] && p.strides[1][1] == p.sizes[0] && p.strides[2][1] == 0 &&
+      p.strides[3][1] == 0 && ((HasLo && p.strides[2][0] != 0) || (HasHi && p.strides[3][0] != 0))) {
+    bool aligned = true;
+    for (int d = 2; d < p.ndim; ++d) aligned = aligned && p.strides[0][d] % p.sizes[0] == 0;
+    if (aligned) {
+      period = p.sizes[0];
+      plo = p.strides[2][0];
+      phi = p.strides[3][0];
+      p.sizes[0] *= p.sizes[1];
+      p.strides[2][0] = p.strides[3][0] = 0;
+      for (int d = 1; d + 1 < p.ndim; ++d) {
+        p.sizes[d] = p.sizes[d + 1];
+        for (int k = 0; k < 4; ++k) p.strides[k][d] = p.strides[k][d + 1];
+      }
+      p.ndim -= 1;
+    }
+  }
   scalar_t* y = out.data_ptr<scalar_t>();
   const scalar_t* xp = x.const_data_ptr<scalar_t>();
   const scalar_t* lp = lo_t.const_data_ptr<scalar_t>();
@@ -65,12 +105,27 @@ void clamp_tensor_pass(const at::Tensor& out, const at::Tensor& x, const at::Ten
     const scalar_t* ls = lp + off[2];
     const scalar_t* hs = hp + off[3];
     scalar_t* ys = y + off[0];
+    if (period > 0) {  // bounds repeat with the period along the run
+      constexpr int64_t kPattern = 256;
+      scalar_t pl[kPattern + 64], ph[kPattern + 64];
+      const int64_t len = std::max<int64_t>(1, kPattern / period) * period;
+      const int64_t phase = off[0] % period;
+      for (int64_t t = 0; t < len; ++t) {
+        const int64_t c = (phase + t) % period;
+        pl[t] = HasLo ? ls[c * plo] : scalar_t(0);
+        ph[t] = HasHi ? hs[c * phi] : scalar_t(0);
+      }
+      for (int64_t start = 0; start < n; start += len)
+        TENSOROPS_CPU_DISPATCH(clamp_run_tensor_contig<scalar_t, acc_t, HasLo, HasHi>)(
+            xs + start, pl, ph, ys + start, std::min(len, n - start));
+      return;
+    }
     if (s0 == 1 && s1 == 1) {
       if ((!HasLo || s2 == 0) && (!HasHi || s3 == 0)) {  // bounds fixed along the run: (1, C, 1, 1) bounds
-        const acc_t l = HasLo ? static_cast<acc_t>(ls[0]) : acc_t(0);
-        const acc_t h = HasHi ? static_cast<acc_t>(hs[0]) : acc_t(0);
-        if (!(HasLo && math::clamp_isnan(l)) && !(HasHi && math::clamp_isnan(h))) {
-          TENSOROPS_CPU_DISPATCH(clamp_run_const<scalar_t, acc_t, HasLo, HasHi>)(xs, ys, n, l, h);
+        const scalar_t l = HasLo ? ls[0] : scalar_t(0);
+        const scalar_t h = HasHi ? hs[0] : scalar_t(0);
+        if (!(HasLo && math::clamp_isnan(static_cast<acc_t>(l))) && !(HasHi && math::clamp_isnan(static_cast<acc_t>(h)))) {
+          run_const<scalar_t, HasLo, HasHi>(xs, ys, n, l, h);
           return;
         }
       } else if ((!HasLo || s2 == 1) && (!HasHi || s3 == 1)) {
@@ -93,7 +148,7 @@ void clamp_scalar_pass(const at::Tensor& out, const at::Tensor& x, scalar_t lo, 
   const int64_t s0 = p.strides[0][0], s1 = p.strides[1][0];
   cpu_for_each_segment(p, kCpuGrain, [&](const int64_t* off, int64_t n) {
     if (s0 == 1 && s1 == 1)
-      TENSOROPS_CPU_DISPATCH(clamp_run_const<scalar_t, acc_t, HasLo, HasHi>)(xp + off[1], y + off[0], n, l, h);
+      run_const<scalar_t, HasLo, HasHi>(xp + off[1], y + off[0], n, lo, hi);
     else
       base::clamp_run_const_strided<scalar_t, acc_t, HasLo, HasHi>(xp + off[1], s1, y + off[0], s0, n, l, h);
   });

@@ -19,6 +19,14 @@ void clamp_run_const(const in_t* x, in_t* y, int64_t n, acc_t lo, acc_t hi) {
   }
 }
 
+// float16 / bfloat16 with bounds fixed for the run, on the raw bits (math::clamp_bits16).
+template <uint16_t kInfBits, bool HasLo, bool HasHi>
+void clamp_run_const_bits16(const uint16_t* x, uint16_t* y, int64_t n, uint16_t lo, uint16_t hi) {
+  const int16_t klo = math::clamp_key16(lo), khi = math::clamp_key16(hi);
+#pragma GCC ivdep
+  for (int64_t t = 0; t < n; ++t) y[t] = math::clamp_bits16<kInfBits, HasLo, HasHi>(x[t], lo, klo, hi, khi);
+}
+
 // Contiguous run with a bound value per element (NaN bounds propagate).
 template <typename in_t, typename acc_t, bool HasLo, bool HasHi>
 void clamp_run_tensor_contig(const in_t* x, const in_t* lo, const in_t* hi, in_t* y, int64_t n) {

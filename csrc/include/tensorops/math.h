@@ -145,6 +145,28 @@ TENSOROPS_HD T clamp_both_nan(T x, T lo, T hi) {
 // A NaN scalar bound (given as double by the host): the whole result is NaN, whatever the input.
 TENSOROPS_HD bool clamp_scalar_is_nan(bool has, double v) { return has && v != v; }  // NOLINT
 
+// float16 / bfloat16 bounds fixed for a run (number bounds, per-channel bounds) on the CPU: compare in the
+// integer domain and select the original bit patterns, so a loop needs no half<->float conversions (c10's do
+// not vectorize) and compiles to 16-bit integer vector code. key() maps a 16-bit float to an int16 with the
+// same order for every non-NaN value and with -0 == +0; kInfBits is the format's +inf (0x7C00 for float16,
+// 0x7F80 for bfloat16), anything above it in magnitude is NaN. Same results as clamp_lower/upper in float.
+TENSOROPS_HD int16_t clamp_key16(uint16_t h) {
+  const int16_t mag = static_cast<int16_t>(h & 0x7FFF);
+  return (h & 0x8000) ? static_cast<int16_t>(-mag) : mag;
+}
+template <uint16_t kInfBits, bool HasLo, bool HasHi>
+TENSOROPS_HD uint16_t clamp_bits16(uint16_t x, uint16_t lo, int16_t klo, uint16_t hi, int16_t khi) {
+  const int16_t kx = clamp_key16(x);
+  uint16_t r = x;
+  int16_t kr = kx;
+  if (HasLo) {
+    r = kx < klo ? lo : r;
+    kr = kx < klo ? klo : kr;
+  }
+  if (HasHi) r = khi < kr ? hi : r;
+  return (x & 0x7FFF) > kInfBits ? x : r;  // NaN input stays NaN
+}
+
 // Gradients. torch's clamp backward, as this torch (2.14) computes it, measured with torch.autograd over every
 // combination of x, min, max in {-inf, -1, 0, 0.5, 1, inf, NaN} (tests/test_clamp.py checks the same grid).
 // It is not the textbook "input where min <= x <= max": ties split the gradient in halves and NaN rules differ
