@@ -374,6 +374,14 @@ def test_gradients_const_bounds_long_runs(device):
     lo = torch.tensor([-1.0, -2.0, 0.0], device=device).view(1, 3, 1, 1)
     compare_grads(x, lo, lo + 1.5)
     compare_grads(x, None, lo + 1.0)
+    # out.sum().backward(): the incoming gradient is one number broadcast by 0 strides
+    grads = []
+    for fn in (tensorops.clamp, torch.clamp):
+        leaves = [t.detach().clone().requires_grad_() for t in (x, lo, lo + 1.5)]
+        (fn(*leaves) * 1.5).sum().backward()
+        grads.append([t.grad for t in leaves])
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b)
 
 
 def test_gradients_mixed_dtypes(device):

@@ -224,17 +224,23 @@ void clamp_backward_pass(const at::Tensor& dense, const at::Tensor& grad, const 
     const scalar_t* gs = g + off[1];
     const scalar_t* xs = xp + off[2];
     scalar_t* gis = gi ? gi + off[0] : nullptr;
-    if ((!gi || s0 == 1) && s1 == 1 && s2 == 1 && (!HasLo || s3 == 0) && (!HasHi || s4 == 0)) {
+    if ((!gi || s0 == 1) && (s1 == 1 || s1 == 0) && s2 == 1 && (!HasLo || s3 == 0) && (!HasHi || s4 == 0)) {
       const acc_t l = HasLo ? static_cast<acc_t>(lo[off[3]]) : acc_t(0);
       const acc_t h = HasHi ? static_cast<acc_t>(hi[off[4]]) : acc_t(0);
       sum_t* a = slo ? slo + off[3] : nullptr;
       sum_t* b = shi ? shi + off[4] : nullptr;
+      auto run = [&]<bool WantGi, bool WantSums>() {
+        if (s1 == 0)
+          TENSOROPS_CPU_DISPATCH(clamp_backward_run_const<scalar_t, acc_t, sum_t, HasLo, HasHi, ScalarBounds, WantGi, WantSums, true>)(gs, xs, gis, n, l, h, a, b);
+        else
+          TENSOROPS_CPU_DISPATCH(clamp_backward_run_const<scalar_t, acc_t, sum_t, HasLo, HasHi, ScalarBounds, WantGi, WantSums, false>)(gs, xs, gis, n, l, h, a, b);
+      };
       if (gis && mine)
-        TENSOROPS_CPU_DISPATCH(clamp_backward_run_const<scalar_t, acc_t, sum_t, HasLo, HasHi, ScalarBounds, true, true>)(gs, xs, gis, n, l, h, a, b);
+        run.template operator()<true, true>();
       else if (gis)
-        TENSOROPS_CPU_DISPATCH(clamp_backward_run_const<scalar_t, acc_t, sum_t, HasLo, HasHi, ScalarBounds, true, false>)(gs, xs, gis, n, l, h, a, b);
+        run.template operator()<true, false>();
       else if (mine)
-        TENSOROPS_CPU_DISPATCH(clamp_backward_run_const<scalar_t, acc_t, sum_t, HasLo, HasHi, ScalarBounds, false, true>)(gs, xs, gis, n, l, h, a, b);
+        run.template operator()<false, true>();
       return;
     }
     base::clamp_backward_run_strided<scalar_t, acc_t, sum_t, HasLo, HasHi, ScalarBounds>(gs, s1, xs, s2, gis, s0, lo, off[3], s3, hi,

@@ -72,8 +72,9 @@ void clamp_run_const_strided(const in_t* x, int64_t sx, in_t* y, int64_t sy, int
 // Backward over a contiguous run whose bounds are fixed for the run: grad_input (when WantGi) and the sums of
 // the gradient that goes to min and to max (when WantSums). The sums use kLanes independent float
 // accumulators (vectorizable without reassociating a single sum), flushed into sum_t (double) every block.
+// GradConst: the incoming gradient is broadcast along the run (stride 0, e.g. from out.sum().backward()).
 template <typename in_t, typename acc_t, typename sum_t, bool HasLo, bool HasHi, bool ScalarBounds, bool WantGi,
-          bool WantSums>
+          bool WantSums, bool GradConst>
 void clamp_backward_run_const(const in_t* g, const in_t* x, in_t* gi, int64_t n, acc_t lo, acc_t hi,
                               sum_t* sum_lo, sum_t* sum_hi) {
   constexpr int64_t kLanes = 16;
@@ -87,7 +88,7 @@ void clamp_backward_run_const(const in_t* g, const in_t* x, in_t* gi, int64_t n,
       for (int64_t j = 0; j < kLanes; ++j) {
         const int64_t i = t + b + j;
         const acc_t v = static_cast<acc_t>(x[i]);
-        const acc_t gv = static_cast<acc_t>(g[i]);
+        const acc_t gv = static_cast<acc_t>(g[GradConst ? 0 : i]);
         if (WantGi)
           gi[i] = math::cast_out<in_t>(math::clamp_grad_input<acc_t, HasLo, HasHi, ScalarBounds>(gv, v, lo, hi));
         if (WantSums && HasLo) alo[j] += math::clamp_grad_min<acc_t, HasHi>(gv, v, lo, hi);
@@ -103,7 +104,7 @@ void clamp_backward_run_const(const in_t* g, const in_t* x, in_t* gi, int64_t n,
   }
   for (; t < n; ++t) {
     const acc_t v = static_cast<acc_t>(x[t]);
-    const acc_t gv = static_cast<acc_t>(g[t]);
+    const acc_t gv = static_cast<acc_t>(g[GradConst ? 0 : t]);
     if (WantGi)
       gi[t] = math::cast_out<in_t>(math::clamp_grad_input<acc_t, HasLo, HasHi, ScalarBounds>(gv, v, lo, hi));
     if (WantSums && HasLo) total_lo += static_cast<sum_t>(math::clamp_grad_min<acc_t, HasHi>(gv, v, lo, hi));
