@@ -368,6 +368,12 @@ def test_gradients_broadcast(device, dtype):
     compare_grads(x, -1.5, 2.0)
 
 
+def test_gradients_empty(device):
+    x = torch.empty(0, 3, device=device)
+    compare_grads(x, torch.zeros(3, device=device), torch.ones(1, 3, device=device))
+    compare_grads(x, -1.0, 1.0)
+
+
 def test_gradients_const_bounds_long_runs(device):
     # long runs with per-channel bounds: the blocked, lane-parallel accumulation path
     x = make((2, 3, 70, 80), torch.float32, device, -3, 3, seed=30)

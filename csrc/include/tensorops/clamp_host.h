@@ -258,10 +258,15 @@ inline TensorBackward prepare_tensor_backward(const at::Tensor& grad, const at::
   }
   b.want_lo = mask[1] && b.has_min;
   b.want_hi = mask[2] && b.has_max;
-  b.grad_min = b.want_lo ? at::zeros(min->sizes(), opts) : at::empty({0}, opts);
-  b.grad_max = b.want_hi ? at::zeros(max->sizes(), opts) : at::empty({0}, opts);
+  // the kernels write every entry of the bounds' gradients; only an empty pass leaves them to be zeroed
+  b.grad_min = b.want_lo ? at::empty(min->sizes(), opts) : at::empty({0}, opts);
+  b.grad_max = b.want_hi ? at::empty(max->sizes(), opts) : at::empty({0}, opts);
   b.done = grad.numel() == 0;
-  if (b.done) return b;
+  if (b.done) {
+    b.grad_min.zero_();
+    b.grad_max.zero_();
+    return b;
+  }
   b.g = grad.to(b.T);
   b.x = input.to(b.T).expand(shape);
   if (b.has_min) b.lo = min->to(b.T).contiguous();
