@@ -206,6 +206,9 @@ def _register() -> None:
         input, min, max = ctx.saved_tensors
         mask = [bool(m) for m in ctx.needs_input_grad[:3]]
         dtype = ctx.result_dtype
+        if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (grad, input, min, max)):
+            # create_graph=True (double backward): torch's own differentiable formula
+            return reference.clamp_backward(grad, input, min, max, mask, create_graph=True)
         if any(b is not None and b.dtype != dtype for b in (min, max)):
             # bounds of another dtype than the result (0-dim float64 bounds on a float32 input, ...): torch
             # compares min < max in the bounds' own dtype, so take torch's own backward for these
@@ -228,6 +231,9 @@ def _register() -> None:
         (input,) = ctx.saved_tensors
         if not ctx.needs_input_grad[0]:
             return None, None, None
+        if torch.is_grad_enabled() and (grad.requires_grad or input.requires_grad):
+            gi, _, _ = reference.clamp_backward(grad, input, ctx.min, ctx.max, [True, False, False], create_graph=True)
+            return gi, None, None
         return torch.ops.tensorops.clamp_scalar_backward.default(grad, input, ctx.min, ctx.max), None, None
 
     torch.library.register_autograd(lib + "clamp_scalar", backward_scalar, setup_context=setup_scalar)

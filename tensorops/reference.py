@@ -72,19 +72,29 @@ def clamp_backward(
     min: Optional[torch.Tensor],
     max: Optional[torch.Tensor],
     output_mask: Sequence[bool],
+    create_graph: bool = False,
 ) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor], Optional[torch.Tensor]]:
-    """Gradients of ``torch.clamp(input, min, max)`` (tensor bounds) as torch's autograd computes them, each in
-    its tensor's shape and dtype (None where not asked for)."""
+    """Gradients of ``torch.clamp(input, min, max)`` (tensor bounds, or numbers) as torch's autograd computes
+    them, each in its tensor's shape and dtype (None where not asked for). With ``create_graph`` the result is
+    differentiable (double backward) with respect to grad and to the tensors that require grad."""
     with torch.enable_grad():
-        leaves = [t.detach().requires_grad_(bool(m)) if t is not None else None
-                  for t, m in zip((input, min, max), output_mask)]
+        leaves = []
+        for t, m in zip((input, min, max), output_mask):
+            if not isinstance(t, torch.Tensor):
+                leaves.append(t)
+            elif create_graph and t.requires_grad:
+                leaves.append(t)  # keep the graph that leads to t
+            else:
+                leaves.append(t.detach().requires_grad_(bool(m)))
         out = torch.clamp(*leaves)
-        wanted = [t for t, m in zip(leaves, output_mask) if t is not None and m]
-        grads = iter(torch.autograd.grad(out, wanted, grad, allow_unused=True)) if wanted else iter(())
+        wanted = [t for t, m in zip(leaves, output_mask) if isinstance(t, torch.Tensor) and m]
+        grads = iter(
+            torch.autograd.grad(out, wanted, grad, allow_unused=True, create_graph=create_graph) if wanted else ()
+        )
     result = []
     for t, m in zip(leaves, output_mask):
-        g = next(grads) if t is not None and m else None
-        if g is None and t is not None and m:
+        g = next(grads) if isinstance(t, torch.Tensor) and m else None
+        if g is None and isinstance(t, torch.Tensor) and m:
             g = torch.zeros_like(t)
         result.append(g)
     return result[0], result[1], result[2]

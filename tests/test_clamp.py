@@ -398,6 +398,25 @@ def test_gradients_mixed_dtypes(device):
                   torch.tensor(1.0, dtype=torch.float64, device=device))
 
 
+def test_double_backward_like_torch(device):
+    x = torch.tensor([-2.0, -1.0, 0.0, 0.5, 1.0, 3.0], dtype=torch.float64, device=device)
+    lo = torch.tensor([-1.0, -1.0, 0.5, 0.0, 0.0, 0.0], dtype=torch.float64, device=device)
+    for args in [(lo, lo + 1.0), (lo, None), (-1.0, 1.0)]:
+        results = []
+        for fn in (tensorops.clamp, torch.clamp):
+            leaves = [t.clone().requires_grad_() if isinstance(t, torch.Tensor) else t for t in (x, *args)]
+            y = fn(*leaves)
+            tensors = [t for t in leaves if isinstance(t, torch.Tensor)]
+            first = torch.autograd.grad((y * y).sum(), tensors, create_graph=True)
+            second = torch.autograd.grad(sum((g * g).sum() for g in first), tensors, allow_unused=True)
+            results.append([*first, *second])
+        for a, b in zip(*results):
+            if b is None:
+                assert a is None or not a.any()
+            else:
+                torch.testing.assert_close(a, b)
+
+
 def test_gradcheck_float64(device):
     g = torch.Generator().manual_seed(40)
     # values kept away from the bounds so that finite differences do not straddle a kink
