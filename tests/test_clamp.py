@@ -464,8 +464,10 @@ def test_torch_compile_fullgraph(device):
     lo = make((1, 3, 1, 1), torch.float32, device, -8, 0).requires_grad_()
     hi = make((1, 3, 1, 1), torch.float32, device, 0, 8).requires_grad_()
     compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
-    out = compiled(x, lo, hi)
-    out.backward()
+    out, names = kernel_ran(compiled, x, lo, hi)
+    assert {"tensorops::clamp", "tensorops::clamp_scalar"} <= names
+    _, names = kernel_ran(out.backward)
+    assert {"tensorops::clamp_backward", "tensorops::clamp_scalar_backward"} <= names  # the compiled backward
     grads = [t.grad.clone() for t in (x, lo, hi)]
     for t in (x, lo, hi):
         t.grad = None
