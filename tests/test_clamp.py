@@ -380,6 +380,11 @@ def test_gradients_const_bounds_long_runs(device):
     lo = torch.tensor([-1.0, -2.0, 0.0], device=device).view(1, 3, 1, 1)
     compare_grads(x, lo, lo + 1.5)
     compare_grads(x, None, lo + 1.0)
+    # elementwise bounds over several threads' ranges (each bound entry gets one element)
+    big = make((300, 250), torch.float32, device, -3, 3, seed=33)
+    compare_grads(big, make((300, 250), torch.float32, device, -2, 0, seed=34),
+                  make((300, 250), torch.float32, device, 0, 2, seed=35))
+    compare_grads(big, make((300, 250), torch.float32, device, -2, 0, seed=36), make((250,), torch.float32, device, 0, 2))
     # out.sum().backward(): the incoming gradient is one number broadcast by 0 strides
     grads = []
     for fn in (tensorops.clamp, torch.clamp):

@@ -212,13 +212,16 @@ void clamp_backward_pass(const at::Tensor& dense, const at::Tensor& grad, const 
       make_plan<5>(x.sizes(), {dense.strides(), grad.strides(), x.strides(), lo_idx, hi_idx});
   const scalar_t* g = grad.const_data_ptr<scalar_t>();
   const scalar_t* xp = x.const_data_ptr<scalar_t>();
-  const int nthreads = at::get_num_threads();
   const int64_t K = klo + khi;
+  // Per-thread buffers, unless every bound entry receives exactly one element (bounds as large as the
+  // output): then threads never share an entry, and one buffer avoids nthreads copies of a large bound.
+  const bool one_buffer = (!HasLo || klo == p.numel) && (!HasHi || khi == p.numel);
+  const int nthreads = one_buffer ? 1 : at::get_num_threads();
   std::vector<sum_t> sums(want_sums ? static_cast<size_t>(nthreads) * K : 0, sum_t(0));
   const int64_t s0 = p.strides[0][0], s1 = p.strides[1][0], s2 = p.strides[2][0];
   const int64_t s3 = p.strides[3][0], s4 = p.strides[4][0];
   cpu_for_each_segment(p, kCpuGrain, [&](const int64_t* off, int64_t n) {
-    sum_t* mine = want_sums ? sums.data() + static_cast<size_t>(at::get_thread_num()) * K : nullptr;
+    sum_t* mine = want_sums ? sums.data() + (one_buffer ? 0 : static_cast<size_t>(at::get_thread_num()) * K) : nullptr;
     sum_t* slo = mine && HasLo ? mine : nullptr;
     sum_t* shi = mine && HasHi ? mine + klo : nullptr;
     const scalar_t* gs = g + off[1];
