@@ -177,6 +177,8 @@ def test_noncontiguous_and_channels_last(device):
         check(x, lo.to(dtype), hi.to(dtype))
         check(x, 1, 5)
         check(base.to(dtype), lo.to(dtype), None)
+        check(x[:, :, ::2, 1:], 0.5, 3.5)  # non-dense, and promoted to float for integer dtypes
+        check(x.transpose(0, 2), lo.double().view(6, 1, 1), None)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=str)

@@ -93,7 +93,7 @@ TENSOROPS_HD acc_t normalize_grad_std(acc_t sum_gy, acc_t std) {
 }
 
 // =========================================================================================================
-// clamp: torch.clamp's value rules and gradient masks. T is the compute type: the result dtype itself, or float
+// clamp: torch.clamp's value rules and gradient weights. T is the compute type: the result dtype itself, or float
 // for float16/bfloat16 (exact: a clamp returns one of its operands, and every half/bfloat16 value is a float).
 //
 // Values (CPU and CUDA torch agree on these; checked empirically against torch 2.x):
