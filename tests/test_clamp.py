@@ -506,3 +506,46 @@ def test_compiled_kernel_ran(device):
     assert "tensorops::clamp_scalar_" in names
     _, names = kernel_ran(tensorops.clamp_, x.detach().clone(), lo.detach(), None)
     assert "tensorops::clamp_" in names
+
+
+# ---- randomized cross-check --------------------------------------------------------------------------------
+def _random_tensor(rng, shape, dtype, device):
+    g = torch.Generator().manual_seed(rng.randrange(1 << 30))
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=g).bool().to(device)
+    if dtype.is_floating_point:
+        t = (torch.randn(shape, generator=g, dtype=torch.float64) * 3).round().to(dtype)  # rounding makes ties
+        if t.numel() and rng.random() < 0.3:
+            t.view(-1)[:: rng.randint(2, 7)] = NAN
+        return t.to(device)
+    return torch.randint(0 if dtype == torch.uint8 else -5, 6, shape, generator=g, dtype=dtype).to(device)
+
+
+def test_random_cases_like_torch(device):
+    import random
+
+    rng = random.Random(1234)
+    for _ in range(250):
+        shape = tuple(rng.choice([1, 2, 3, 5, 40]) for _ in range(rng.randint(0, 4)))
+        dtype = rng.choice(ALL_DTYPES)
+        x = _random_tensor(rng, shape, dtype, device)
+        if x.dim() == 4 and rng.random() < 0.3:
+            x = x.contiguous(memory_format=torch.channels_last)
+        elif x.dim() >= 2 and rng.random() < 0.3:
+            x = x.transpose(0, -1)
+        if rng.random() < 0.5:
+            bdtype = dtype if rng.random() < 0.8 else rng.choice(ALL_DTYPES)
+
+            def bound():
+                bshape = [d if rng.random() < 0.5 else 1 for d in shape][rng.randint(0, len(shape)):]
+                return _random_tensor(rng, tuple(bshape), bdtype, device)
+
+            lo = bound() if rng.random() < 0.8 else None
+            hi = bound() if rng.random() < 0.8 or lo is None else None
+        else:
+            lo = rng.choice([None, -1, 0, 2, 0.5, NAN, True, INF])
+            hi = rng.choice([1, 3, 0.5, -0.5, NAN, -INF]) if rng.random() < 0.7 or lo is None else None
+        out = check(x, lo, hi)
+        floats = all(not isinstance(t, torch.Tensor) or t.dtype.is_floating_point for t in (x, lo, hi))
+        if out is not None and floats and out.numel():
+            compare_grads(x, lo, hi, seed=rng.randrange(1000))
