@@ -382,6 +382,14 @@ def test_gradients_const_bounds_long_runs(device):
     lo = torch.tensor([-1.0, -2.0, 0.0], device=device).view(1, 3, 1, 1)
     compare_grads(x, lo, lo + 1.5)
     compare_grads(x, None, lo + 1.0)
+    # channels_last with per-channel bounds: the periodic-pattern path, over several threads' ranges
+    xcl = x.contiguous(memory_format=torch.channels_last)
+    xcl[:, 1, ::7, ::9] = NAN
+    compare_grads(xcl, lo, lo + 1.5)
+    compare_grads(xcl, lo, None)
+    compare_grads(xcl, None, torch.tensor([1.0, NAN, 0.5], device=device).view(1, 3, 1, 1))
+    compare_grads(make((2, 5, 30, 40), torch.float32, device, -3, 3).contiguous(memory_format=torch.channels_last),
+                  make((1, 5, 1, 1), torch.float32, device, -2, 0), make((1, 5, 1, 1), torch.float32, device, 0, 2))
     # elementwise bounds over several threads' ranges (each bound entry gets one element)
     big = make((300, 250), torch.float32, device, -3, 3, seed=33)
     compare_grads(big, make((300, 250), torch.float32, device, -2, 0, seed=34),

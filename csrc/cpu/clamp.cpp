@@ -2,6 +2,12 @@
 // expanded in memory). The value rules and gradient masks are math.h's; the inner loops (clamp_loops.h) are
 // compiled for AVX2+FMA and for baseline x86-64. The backward is one pass that writes grad_input and sums the
 // bounds' gradients into per-thread buffers indexed by the bound's entry, reduced at the end.
+// Every function in this file, headers included, is compiled without trapping floating-point math: with it,
+// GCC will not turn the gradient weights' chains of compares and selects into vector blends (it sinks a
+// multiply into a branch and then may not speculate it: "control flow in loop"), and the backward loops run
+// scalar, ~10x slower. Values are unchanged (no reassociation, no fast-math); nothing here reads FP flags.
+#pragma GCC optimize("no-trapping-math")
+
 #include <algorithm>
 #include <limits>
 #include <type_traits>
@@ -208,8 +214,29 @@ void clamp_backward_pass(const at::Tensor& dense, const at::Tensor& grad, const 
                          at::Tensor& grad_hi) {
   using acc_t = typename Acc<scalar_t>::type;
   using sum_t = double;
-  const Plan<5> p =
-      make_plan<5>(x.sizes(), {dense.strides(), grad.strides(), x.strides(), lo_idx, hi_idx});
+  Plan<5> p = make_plan<5>(x.sizes(), {dense.strides(), grad.strides(), x.strides(), lo_idx, hi_idx});
+  // As in the forward: a short inner dim along which the (tensor) bounds vary, merged with the next one into
+  // long runs with the bounds as a periodic pattern (channels_last input with (1, C, 1, 1) bounds).
+  int64_t period = 0, plo = 0, phi = 0;
+  if (!ScalarBounds && p.ndim >= 2 && p.sizes[0] <= 64 && p.strides[0][0] == 1 && p.strides[1][0] == 1 &&
+      p.strides[2][0] == 1 && p.strides[0][1] == p.sizes[0] && p.strides[1][1] == p.sizes[0] &&
+      p.strides[2][1] == p.sizes[0] && p.strides[3][1] == 0 && p.strides[4][1] == 0 &&
+      ((HasLo && p.strides[3][0] != 0) || (HasHi && p.strides[4][0] != 0))) {
+    bool aligned = true;
+    for (int d = 2; d < p.ndim; ++d) aligned = aligned && p.strides[0][d] % p.sizes[0] == 0;
+    if (aligned) {
+      period = p.sizes[0];
+      plo = p.strides[3][0];
+      phi = p.strides[4][0];
+      p.sizes[0] *= p.sizes[1];
+      p.strides[3][0] = p.strides[4][0] = 0;
+      for (int d = 1; d + 1 < p.ndim; ++d) {
+        p.sizes[d] = p.sizes[d + 1];
+        for (int k = 0; k < 5; ++k) p.strides[k][d] = p.strides[k][d + 1];
+      }
+      p.ndim -= 1;
+    }
+  }
   const scalar_t* g = grad.const_data_ptr<scalar_t>();
   const scalar_t* xp = x.const_data_ptr<scalar_t>();
   const int64_t K = klo + khi;
@@ -227,6 +254,33 @@ void clamp_backward_pass(const at::Tensor& dense, const at::Tensor& grad, const 
     const scalar_t* gs = g + off[1];
     const scalar_t* xs = xp + off[2];
     scalar_t* gis = gi ? gi + off[0] : nullptr;
+    if (period > 0) {
+      constexpr int64_t kPattern = 256;
+      const int64_t len = std::max<int64_t>(1, kPattern / period) * period;  // <= 320
+      const int64_t phase = off[0] % period;
+      acc_t pl[320], ph[320];
+      sum_t dl[320], dh[320];
+      for (int64_t t = 0; t < len; ++t) {
+        const int64_t c = (phase + t) % period;
+        pl[t] = HasLo ? static_cast<acc_t>(lo[off[3] + c * plo]) : acc_t(0);
+        ph[t] = HasHi ? static_cast<acc_t>(hi[off[4] + c * phi]) : acc_t(0);
+        dl[t] = dh[t] = sum_t(0);
+      }
+      if (gis && mine)
+        TENSOROPS_CPU_DISPATCH(clamp_backward_run_pattern<scalar_t, acc_t, sum_t, HasLo, HasHi, true, true>)(gs, xs, gis, n, pl, ph, len, dl, dh);
+      else if (gis)
+        TENSOROPS_CPU_DISPATCH(clamp_backward_run_pattern<scalar_t, acc_t, sum_t, HasLo, HasHi, true, false>)(gs, xs, gis, n, pl, ph, len, dl, dh);
+      else if (mine)
+        TENSOROPS_CPU_DISPATCH(clamp_backward_run_pattern<scalar_t, acc_t, sum_t, HasLo, HasHi, false, true>)(gs, xs, gis, n, pl, ph, len, dl, dh);
+      if (mine) {
+        for (int64_t t = 0; t < len; ++t) {  // fold the positions back onto the bounds' entries
+          const int64_t c = (phase + t) % period;
+          if (slo) slo[off[3] + c * plo] += dl[t];
+          if (shi) shi[off[4] + c * phi] += dh[t];
+        }
+      }
+      return;
+    }
     if ((!gi || s0 == 1) && (s1 == 1 || s1 == 0) && s2 == 1 && (!HasLo || s3 == 0) && (!HasHi || s4 == 0)) {
       const acc_t l = HasLo ? static_cast<acc_t>(lo[off[3]]) : acc_t(0);
       const acc_t h = HasHi ? static_cast<acc_t>(hi[off[4]]) : acc_t(0);
@@ -246,6 +300,26 @@ void clamp_backward_pass(const at::Tensor& dense, const at::Tensor& grad, const 
         run.template operator()<false, true>();
       return;
     }
+    if (!ScalarBounds && (!gi || s0 == 1) && (s1 == 1 || s1 == 0) && s2 == 1 && (!HasLo || s3 == 1) &&
+        (!HasHi || s4 == 1)) {  // elementwise bounds, contiguous along the run
+      const scalar_t* ls = HasLo ? lo + off[3] : nullptr;
+      const scalar_t* hs = HasHi ? hi + off[4] : nullptr;
+      sum_t* a = slo ? slo + off[3] : nullptr;
+      sum_t* b = shi ? shi + off[4] : nullptr;
+      auto run = [&]<bool WantGi, bool WantSums>() {
+        if (s1 == 0)
+          TENSOROPS_CPU_DISPATCH(clamp_backward_run_tensor_contig<scalar_t, acc_t, sum_t, HasLo, HasHi, WantGi, WantSums, true>)(gs, xs, gis, n, ls, hs, a, b);
+        else
+          TENSOROPS_CPU_DISPATCH(clamp_backward_run_tensor_contig<scalar_t, acc_t, sum_t, HasLo, HasHi, WantGi, WantSums, false>)(gs, xs, gis, n, ls, hs, a, b);
+      };
+      if (gis && mine)
+        run.template operator()<true, true>();
+      else if (gis)
+        run.template operator()<true, false>();
+      else if (mine)
+        run.template operator()<false, true>();
+      return;
+    }
     base::clamp_backward_run_strided<scalar_t, acc_t, sum_t, HasLo, HasHi, ScalarBounds>(gs, s1, xs, s2, gis, s0, lo, off[3], s3, hi,
                                                                          off[4], s4, slo, shi, n);
   });
@@ -253,15 +327,17 @@ void clamp_backward_pass(const at::Tensor& dense, const at::Tensor& grad, const 
   // the small reduction over threads, straight into the bounds' gradients (contiguous, the bounds' shapes)
   scalar_t* out_lo = HasLo && grad_lo.numel() ? grad_lo.data_ptr<scalar_t>() : nullptr;
   scalar_t* out_hi = HasHi && grad_hi.numel() ? grad_hi.data_ptr<scalar_t>() : nullptr;
-  for (int64_t k = 0; k < K; ++k) {
-    sum_t total = 0;
-    for (int th = 0; th < nthreads; ++th) total += sums[static_cast<size_t>(th) * K + k];
-    if (k < klo) {
-      if (out_lo) out_lo[k] = static_cast<scalar_t>(total);
-    } else if (out_hi) {
-      out_hi[k - klo] = static_cast<scalar_t>(total);
+  at::parallel_for(0, K, kCpuGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      sum_t total = 0;
+      for (int th = 0; th < nthreads; ++th) total += sums[static_cast<size_t>(th) * K + k];
+      if (k < klo) {
+        if (out_lo) out_lo[k] = static_cast<scalar_t>(total);
+      } else if (out_hi) {
+        out_hi[k - klo] = static_cast<scalar_t>(total);
+      }
     }
-  }
+  });
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> clamp_backward_cpu(const at::Tensor& grad, const at::Tensor& input,

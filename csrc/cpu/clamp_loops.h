@@ -114,6 +114,61 @@ void clamp_backward_run_const(const in_t* g, const in_t* x, in_t* gi, int64_t n,
   if (WantSums && HasHi) *sum_hi += total_hi;
 }
 
+// Backward over a contiguous run with a bound entry per element, also contiguous (bounds as large as the
+// output): grad_input and the bounds' gradient sums, accumulated straight into sum_t buffers.
+template <typename in_t, typename acc_t, typename sum_t, bool HasLo, bool HasHi, bool WantGi, bool WantSums,
+          bool GradConst>
+void clamp_backward_run_tensor_contig(const in_t* g, const in_t* x, in_t* gi, int64_t n, const in_t* lo,
+                                      const in_t* hi, sum_t* slo, sum_t* shi) {
+#pragma GCC ivdep
+  for (int64_t t = 0; t < n; ++t) {
+    const acc_t v = static_cast<acc_t>(x[t]);
+    const acc_t gv = static_cast<acc_t>(g[GradConst ? 0 : t]);
+    const acc_t l = HasLo ? static_cast<acc_t>(lo[t]) : acc_t(0);
+    const acc_t h = HasHi ? static_cast<acc_t>(hi[t]) : acc_t(0);
+    if (WantGi) gi[t] = math::cast_out<in_t>(math::clamp_grad_input<acc_t, HasLo, HasHi, false>(gv, v, l, h));
+    if (WantSums && HasLo) slo[t] += static_cast<sum_t>(math::clamp_grad_min<acc_t, HasHi>(gv, v, l, h));
+    if (WantSums && HasHi) shi[t] += static_cast<sum_t>(math::clamp_grad_max<acc_t, HasLo>(gv, v, l, h));
+  }
+}
+
+// Backward over a contiguous run whose bounds repeat with a short period (channels_last input with (1, C, 1, 1)
+// bounds): pl/ph hold the bound values for `len` positions (a multiple of the period), and the gradient sums go
+// to per-position float accumulators, flushed into dl/dh (sum_t, len entries) every kFlush repetitions; the
+// caller folds positions back onto the bound's entries.
+template <typename in_t, typename acc_t, typename sum_t, bool HasLo, bool HasHi, bool WantGi, bool WantSums>
+void clamp_backward_run_pattern(const in_t* g, const in_t* x, in_t* gi, int64_t n, const acc_t* pl, const acc_t* ph,
+                                int64_t len, sum_t* dl, sum_t* dh) {
+  constexpr int64_t kMaxLen = 320;
+  constexpr int64_t kFlush = 32;
+  acc_t al[kMaxLen], ah[kMaxLen];
+  for (int64_t j = 0; j < len; ++j) al[j] = ah[j] = acc_t(0);
+  int64_t reps = 0;
+  for (int64_t start = 0; start < n; start += len) {
+    const int64_t m = std::min(len, n - start);
+    const in_t* gs = g + start;
+    const in_t* xs = x + start;
+    in_t* gis = gi + (WantGi ? start : 0);
+#pragma GCC ivdep
+    for (int64_t j = 0; j < m; ++j) {
+      const acc_t v = static_cast<acc_t>(xs[j]);
+      const acc_t gv = static_cast<acc_t>(gs[j]);
+      const acc_t l = pl[j], h = ph[j];
+      if (WantGi) gis[j] = math::cast_out<in_t>(math::clamp_grad_input<acc_t, HasLo, HasHi, false>(gv, v, l, h));
+      if (WantSums && HasLo) al[j] += math::clamp_grad_min<acc_t, HasHi>(gv, v, l, h);
+      if (WantSums && HasHi) ah[j] += math::clamp_grad_max<acc_t, HasLo>(gv, v, l, h);
+    }
+    if (WantSums && (++reps == kFlush || start + len >= n)) {
+      for (int64_t j = 0; j < len; ++j) {
+        dl[j] += static_cast<sum_t>(al[j]);
+        dh[j] += static_cast<sum_t>(ah[j]);
+        al[j] = ah[j] = acc_t(0);
+      }
+      reps = 0;
+    }
+  }
+}
+
 // Backward with any strides and a bound entry per element: `lo`/`hi` and `sums_lo`/`sums_hi` are indexed by
 // the bound's entry k = klo + t * slo (the same index for the value and for its gradient sum).
 template <typename in_t, typename acc_t, typename sum_t, bool HasLo, bool HasHi, bool ScalarBounds>

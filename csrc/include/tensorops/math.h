@@ -185,44 +185,74 @@ TENSOROPS_HD uint16_t clamp_bits16(uint16_t x, uint16_t lo, int16_t klo, uint16_
 //
 // The weights are 0, 1/2 or 1 and are applied with selects, never multiplications by 0, so an inf or NaN
 // gradient stays out of the elements it does not reach (torch uses where / masked_fill).
-// Conditions are combined with & and | (not && and ||) so that no branch is generated: the CPU loops then
-// vectorize into compares and blends, and GPU threads do not diverge.
-// (g / 2 is computed unconditionally: a multiply inside a select is not speculated by the vectorizer.)
+// Each function picks a weight w in {0, 1/2, 1} through a chain of selects between constants (each select
+// is a compare and a blend in vector code, with no branch: GCC turns conditions combined with && / || / & on
+// bools back into control flow and then refuses to vectorize), and returns g * w, or 0 when w is 0 so that an
+// inf or NaN gradient stays out of the elements it does not reach (torch uses where / masked_fill).
 template <typename T>
-TENSOROPS_HD T clamp_weighted(T g, bool full, bool half) {
-  const T g2 = g * T(0.5);
-  const T h = half ? g2 : T(0);
-  return full ? g : h;
+TENSOROPS_HD T clamp_apply_weight(T g, T w) {
+  const T gw = g * w;  // exact: w is 1 or 1/2
+  return w == T(0) ? T(0) : gw;
 }
 
 template <typename T, bool HasLo, bool HasHi, bool ScalarBounds>
 TENSOROPS_HD T clamp_grad_input(T g, T x, T lo, T hi) {
+  const T zero(0), half(0.5), one(1);
+  T w = one;
   if (ScalarBounds) {
-    bool m = true;
-    if (HasLo) m = m & (x > lo);
-    if (HasHi) m = m & (x < hi);
-    return m ? g : T(0);
+    if (HasLo) w = x > lo ? w : zero;
+    if (HasHi) w = x < hi ? w : zero;
+  } else if (HasLo && HasHi) {
+    const T tie = lo < hi ? half : one;  // a tie with a bound halves the gradient only when min < max
+    w = x == lo ? tie : w;
+    w = x == hi ? tie : w;
+    w = x < lo ? zero : w;
+    w = x > hi ? zero : w;
+  } else if (HasLo) {
+    w = x == lo ? half : w;
+    w = x < lo ? zero : w;
+  } else {
+    w = x == hi ? half : w;
+    w = x > hi ? zero : w;
   }
-  if (HasLo && HasHi) {
-    const bool lt = lo < hi;
-    const bool inside = !(x < lo) & !(x > hi);
-    const bool tie = lt & ((x == lo) | (x == hi));
-    return clamp_weighted(g, inside & !tie, inside & tie);
-  }
-  if (HasLo) return clamp_weighted(g, !(x < lo) & !(x == lo), x == lo);
-  return clamp_weighted(g, !(x > hi) & !(x == hi), x == hi);
+  return clamp_apply_weight(g, w);
 }
 
 template <typename T, bool HasHi>
 TENSOROPS_HD T clamp_grad_min(T g, T x, T lo, T hi) {
-  if (HasHi) return clamp_weighted(g, (x < lo) & (lo <= hi), (x == lo) & (lo < hi));
-  return clamp_weighted(g, !(x > lo) & !(x == lo), x == lo);
+  const T zero(0), half(0.5), one(1);
+  T w;
+  if (HasHi) {
+    const T tie = lo < hi ? half : zero;
+    const T below = lo <= hi ? one : zero;
+    w = zero;
+    w = x == lo ? tie : w;
+    w = x < lo ? below : w;
+  } else {  // torch's maximum backward: NaN sends the gradient to both
+    w = one;
+    w = x == lo ? half : w;
+    w = x > lo ? zero : w;
+  }
+  return clamp_apply_weight(g, w);
 }
 
 template <typename T, bool HasLo>
 TENSOROPS_HD T clamp_grad_max(T g, T x, T lo, T hi) {
-  if (HasLo) return clamp_weighted(g, (hi < lo) | ((x > hi) & (lo <= hi)), (x == hi) & (lo < hi));
-  return clamp_weighted(g, !(x < hi) & !(x == hi), x == hi);
+  const T zero(0), half(0.5), one(1);
+  T w;
+  if (HasLo) {
+    const T tie = lo < hi ? half : zero;
+    const T above = lo <= hi ? one : zero;
+    w = zero;
+    w = x == hi ? tie : w;
+    w = x > hi ? above : w;
+    w = hi < lo ? one : w;  // min > max: the output is max everywhere
+  } else {  // torch's minimum backward
+    w = one;
+    w = x == hi ? half : w;
+    w = x < hi ? zero : w;
+  }
+  return clamp_apply_weight(g, w);
 }
 
 }  // namespace math
