@@ -22,6 +22,26 @@ TORCH_LIBRARY(tensorops, m) {
       "normalize_tensor_backward(Tensor grad, Tensor input, Tensor mean, Tensor std, float scale, "
       "bool[3] output_mask) -> (Tensor, Tensor, Tensor)");
 
+  // ----- clamp (tensorops/clamp.py) ---------------------------------------------------------------------------
+  // torch.clamp with tensor bounds (each optional, at least one given): promotion, broadcasting (the bounds may
+  // be larger than input), output layout and NaN rules exactly as torch.clamp.Tensor.
+  m.def("clamp(Tensor input, Tensor? min, Tensor? max) -> Tensor");
+  // The same with number bounds (torch.clamp's Scalar overload: a NaN bound makes the whole result NaN).
+  m.def("clamp_scalar(Tensor input, Scalar? min, Scalar? max) -> Tensor");
+  // In-place variants (Tensor.clamp_): input is overwritten; they return nothing so that torch.compile can
+  // functionalize them (the Python wrapper returns input).
+  m.def("clamp_(Tensor(a!) input, Tensor? min, Tensor? max) -> ()");
+  m.def("clamp_scalar_(Tensor(a!) input, Scalar? min, Scalar? max) -> ()");
+  // Gradients of clamp in one pass over grad: (grad_input, grad_min, grad_max) in the result dtype.
+  // grad_input has the output's shape (the caller sums it to input's shape when the bounds broadcast input);
+  // grad_min / grad_max have min's / max's shapes, already summed over the dims they were broadcast along.
+  // Outputs not asked for by output_mask (input, min, max) are empty.
+  m.def(
+      "clamp_backward(Tensor grad, Tensor input, Tensor? min, Tensor? max, bool[3] output_mask) "
+      "-> (Tensor, Tensor, Tensor)");
+  // Gradient of clamp_scalar with respect to input.
+  m.def("clamp_scalar_backward(Tensor grad, Tensor input, Scalar? min, Scalar? max) -> Tensor");
+
   // ----- cat / split (tensorops/cat_split.py) ---------------------------------------------------------------
   // torch.cat: type promotion, negative dim, the legacy skip of 1-D (0,) inputs, channels_last output when
   // every input suggests it. One pass over the output for any number of inputs (one launch on CUDA).

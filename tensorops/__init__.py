@@ -3,5 +3,6 @@ from tensorops._extension import __version__, build_info, is_compiled
 from tensorops.modules import Normalize
 from tensorops.normalize import normalize
 from tensorops.cat_split import cat, split
+from tensorops.clamp import clamp, clamp_
 
-__all__ = ["__version__", "build_info", "is_compiled", "normalize", "Normalize", "cat", "split"]
+__all__ = ["__version__", "build_info", "is_compiled", "normalize", "Normalize", "clamp", "clamp_", "cat", "split"]

@@ -5,7 +5,7 @@ takes arguments already checked and resolved by the public wrapper (tensorops/<f
 """
 from __future__ import annotations
 
-from typing import Sequence, Tuple, Union
+from typing import Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -50,6 +50,54 @@ def normalize(
     # torch's elementwise ops follow input's layout for dense inputs: so do the kernels (empty_like)
     like = torch.empty_like(input, dtype=dtype)
     return like.copy_(out) if like.stride() != out.stride() else out
+
+
+# ---- clamp -----------------------------------------------------------------------------------------------------
+Bound = Union[None, bool, int, float, torch.Tensor]
+
+
+def clamp(input: torch.Tensor, min: Bound = None, max: Bound = None) -> torch.Tensor:
+    """``torch.clamp`` itself: the semantics tensorops.clamp reproduces (bounds both numbers or both tensors)."""
+    return torch.clamp(input, min, max)
+
+
+def clamp_(input: torch.Tensor, min: Bound = None, max: Bound = None) -> torch.Tensor:
+    """``Tensor.clamp_`` itself."""
+    return input.clamp_(min, max)
+
+
+def clamp_backward(
+    grad: torch.Tensor,
+    input: torch.Tensor,
+    min: Optional[torch.Tensor],
+    max: Optional[torch.Tensor],
+    output_mask: Sequence[bool],
+    create_graph: bool = False,
+) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor], Optional[torch.Tensor]]:
+    """Gradients of ``torch.clamp(input, min, max)`` (tensor bounds, or numbers) as torch's autograd computes
+    them, each in its tensor's shape and dtype (None where not asked for). With ``create_graph`` the result is
+    differentiable (double backward) with respect to grad and to the tensors that require grad."""
+    with torch.enable_grad():
+        leaves = []
+        for t, m in zip((input, min, max), output_mask):
+            if not isinstance(t, torch.Tensor):
+                leaves.append(t)
+            elif create_graph and t.requires_grad:
+                leaves.append(t)  # keep the graph that leads to t
+            else:
+                leaves.append(t.detach().requires_grad_(bool(m)))
+        out = torch.clamp(*leaves)
+        wanted = [t for t, m in zip(leaves, output_mask) if isinstance(t, torch.Tensor) and m]
+        grads = iter(
+            torch.autograd.grad(out, wanted, grad, allow_unused=True, create_graph=create_graph) if wanted else ()
+        )
+    result = []
+    for t, m in zip(leaves, output_mask):
+        g = next(grads) if isinstance(t, torch.Tensor) and m else None
+        if g is None and isinstance(t, torch.Tensor) and m:
+            g = torch.zeros_like(t)
+        result.append(g)
+    return result[0], result[1], result[2]
 
 
 # ---- cat / split -----------------------------------------------------------------------------------------------

@@ -248,7 +248,8 @@ def test_clamp_grads_match_torch(data):
     for i, (a, b) in enumerate(zip(got, exp)):
         a = torch.zeros_like(inputs[i]) if a is None else a
         b = torch.zeros_like(inputs[i]) if b is None else b
-        torch.testing.assert_close(a, b, rtol=0, atol=0, msg=lambda m: f"grad of input {i}: {m}")
+        # bound gradients are sums: the kernel adds in another order than torch, so allow float64 rounding
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12, msg=lambda m: f"grad of input {i}: {m}")
 
 
 # ---- cat ------------------------------------------------------------------------------------------------------
