@@ -176,6 +176,24 @@ void stat_buffers(const at::Tensor& mean, const at::Tensor& std, c10::IntArrayRe
   s = std.to(acc).expand(shape).contiguous();
 }
 
+// Coefficients per statistics entry; false if any is not finite (a zero or tiny std).
+template <typename acc_t>
+bool coefficients(const at::Tensor& m, const at::Tensor& s, double scale, std::vector<acc_t>& A,
+                  std::vector<acc_t>& B) {
+  const int64_t K = m.numel();
+  const acc_t* mp = m.const_data_ptr<acc_t>();
+  const acc_t* sp = s.const_data_ptr<acc_t>();
+  A.resize(K);
+  B.resize(K);
+  bool finite = true;
+  for (int64_t k = 0; k < K; ++k) {
+    A[k] = math::normalize_coef_a<acc_t>(scale, sp[k]);
+    B[k] = math::normalize_coef_b<acc_t>(mp[k], sp[k]);
+    finite = finite && math::normalize_coefs_finite(A[k], B[k]);
+  }
+  return finite;
+}
+
 at::Tensor normalize_tensor_cpu(const at::Tensor& input, const at::Tensor& mean, const at::Tensor& std,
                                 double scale, at::ScalarType dtype, at::MemoryFormat memory_format) {
   check_input(input, dtype);
@@ -185,17 +203,8 @@ at::Tensor normalize_tensor_cpu(const at::Tensor& input, const at::Tensor& mean,
   AT_DISPATCH_FLOATING_TYPES(acc_dtype(dtype), "normalize_coefs", [&] {
     at::Tensor m, s;
     stat_buffers<scalar_t>(mean, std, shape, m, s);
-    const int64_t K = m.numel();
-    const scalar_t* mp = m.const_data_ptr<scalar_t>();
-    const scalar_t* sp = s.const_data_ptr<scalar_t>();
-    std::vector<scalar_t> A(K), B(K);
-    bool finite = true;
-    for (int64_t k = 0; k < K; ++k) {
-      A[k] = math::normalize_coef_a<scalar_t>(scale, sp[k]);
-      B[k] = math::normalize_coef_b<scalar_t>(mp[k], sp[k]);
-      finite = finite && math::normalize_coefs_finite(A[k], B[k]);
-    }
-    if (finite) {
+    std::vector<scalar_t> A, B;
+    if (coefficients<scalar_t>(m, s, scale, A, B)) {
       run<scalar_t>(out, input, A, B, broadcast_strides(shape));
     } else {  // a zero or tiny std: the formula itself, as torch evaluates it (+-inf, not NaN)
       out.copy_((input.to(m.scalar_type()) * scale - m) / s);
@@ -209,32 +218,22 @@ at::Tensor normalize_tensor_cpu(const at::Tensor& input, const at::Tensor& mean,
 std::tuple<at::Tensor, at::Tensor, at::Tensor> normalize_tensor_backward_cpu(
     const at::Tensor& grad, const at::Tensor& input, const at::Tensor& mean, const at::Tensor& std, double scale,
     std::array<bool, 3> mask) {
-  TENSOROPS_CHECK_VALUE(grad.sizes() == input.sizes(), "grad", "has shape ", grad.sizes(), " but input has ",
-                        input.sizes());
-  const auto acc = acc_dtype(grad.scalar_type());
-  check_input(input, acc);
-  const auto shape = tensor_stat_shape(input, mean, std);
-  at::Tensor grad_input = mask[0] ? at::empty_like(input) : at::empty({0}, input.options());
-  at::Tensor grad_mean = at::zeros(shape, input.options().dtype(acc));
-  at::Tensor grad_std = at::zeros(shape, input.options().dtype(acc));
-  if (input.numel() == 0) return {grad_input, grad_mean, grad_std};
-  const bool stats = mask[1] || mask[2];
-  // operand 0 is a dense layout to walk (grad_input's when it is written), 1 grad, 2 input, 3 stat entry
-  const at::Tensor dense = mask[0] ? grad_input : at::empty_like(input, input.options().device(at::kMeta));
-  const auto stat_strides = broadcast_strides(shape);
-  const Plan<4> p = make_plan<4>(input.sizes(), {dense.strides(), grad.strides(), input.strides(), stat_strides});
-  AT_DISPATCH_FLOATING_TYPES(acc, "normalize_backward", [&] {
+  Backward bw = backward_setup(grad, input, mean, std, mask);
+  at::Tensor& grad_input = bw.grad_input;
+  if (input.numel() == 0) return {bw.grad_input, bw.grad_mean, bw.grad_std};
+  const bool stats = bw.stats;
+  // operands: 0 the dense layout walked, 1 grad, 2 input, 3 statistics entry
+  const Plan<4> p =
+      make_plan<4>(input.sizes(), {bw.dense.strides(), grad.strides(), input.strides(), broadcast_strides(bw.shape)});
+  AT_DISPATCH_FLOATING_TYPES(bw.acc, "normalize_backward", [&] {
     using acc_t = scalar_t;
     at::Tensor m, s;
-    stat_buffers<acc_t>(mean, std, shape, m, s);
+    stat_buffers<acc_t>(mean, std, bw.shape, m, s);
     const int64_t K = m.numel();
     const acc_t* mp = m.const_data_ptr<acc_t>();
     const acc_t* sp = s.const_data_ptr<acc_t>();
-    std::vector<acc_t> A(K), B(K);
-    for (int64_t k = 0; k < K; ++k) {
-      A[k] = math::normalize_coef_a<acc_t>(scale, sp[k]);
-      B[k] = math::normalize_coef_b<acc_t>(mp[k], sp[k]);
-    }
+    std::vector<acc_t> A, B;
+    coefficients<acc_t>(m, s, scale, A, B);  // non-finite ones are handled per element by normalize_value
     const int nthreads = at::get_num_threads();
     std::vector<acc_t> sums(stats ? static_cast<size_t>(nthreads) * 2 * K : 0, acc_t(0));
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(), "normalize_backward_grad", [&] {
@@ -261,8 +260,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> normalize_tensor_backward_cpu(
       });
     });
     if (stats) {
-      acc_t* gm = grad_mean.mutable_data_ptr<acc_t>();
-      acc_t* gs = grad_std.mutable_data_ptr<acc_t>();
+      acc_t* gm = bw.grad_mean.mutable_data_ptr<acc_t>();
+      acc_t* gs = bw.grad_std.mutable_data_ptr<acc_t>();
       for (int64_t k = 0; k < K; ++k) {
         acc_t sum_g = 0, sum_gy = 0;
         for (int th = 0; th < nthreads; ++th) {
@@ -274,7 +273,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> normalize_tensor_backward_cpu(
       }
     }
   });
-  return {grad_input, grad_mean, grad_std};
+  return {bw.grad_input, bw.grad_mean, bw.grad_std};
 }
 
 }  // namespace

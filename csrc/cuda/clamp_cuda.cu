@@ -82,7 +82,7 @@ __global__ void clamp_scalar_contig_kernel(scalar_t* __restrict__ out, const sca
 // innermost plan dimension while it lasts. Operands: 0 out, 1 x, 2 lo, 3 hi (absent bounds are not read).
 // NanBounds: tensor bounds (NaN propagates per element); number bounds come as lo_v / hi_v.
 template <typename scalar_t, typename index_t, bool HasLo, bool HasHi, bool TensorBounds>
-__global__ void clamp_strided_kernel(Plan<4> p, scalar_t* out, const scalar_t* x, const scalar_t* lo,
+__global__ void clamp_strided_kernel(TENSOROPS_GRID_CONSTANT const Plan<4> p, scalar_t* out, const scalar_t* x, const scalar_t* lo,
                                      const scalar_t* hi, typename Acc<scalar_t>::type lo_v,
                                      typename Acc<scalar_t>::type hi_v) {
   using acc_t = typename Acc<scalar_t>::type;
@@ -226,7 +226,7 @@ __device__ __forceinline__ void warp_accumulate(sum_t* buf, index_t k, sum_t v) 
 // Shared: partial sums of the block in shared memory, written to partial[blockIdx.x][klo + khi]; else global
 // atomics straight into partial[klo + khi].
 template <typename scalar_t, typename sum_t, typename index_t, bool HasLo, bool HasHi, bool Shared>
-__global__ void clamp_backward_kernel(Plan<5> p, scalar_t* gi, const scalar_t* g, const scalar_t* x,
+__global__ void clamp_backward_kernel(TENSOROPS_GRID_CONSTANT const Plan<5> p, scalar_t* gi, const scalar_t* g, const scalar_t* x,
                                       const scalar_t* lo, const scalar_t* hi, int64_t klo, int64_t khi,
                                       bool want_sums, sum_t* partial) {
   using acc_t = typename Acc<scalar_t>::type;
@@ -289,7 +289,7 @@ __global__ void clamp_reduce_partials_kernel(const sum_t* partial, int64_t block
 
 // Number bounds: grad_input only. Operands: 0 grad_input, 1 grad, 2 x.
 template <typename scalar_t, typename index_t, bool HasLo, bool HasHi>
-__global__ void clamp_scalar_backward_kernel(Plan<3> p, scalar_t* gi, const scalar_t* g, const scalar_t* x,
+__global__ void clamp_scalar_backward_kernel(TENSOROPS_GRID_CONSTANT const Plan<3> p, scalar_t* gi, const scalar_t* g, const scalar_t* x,
                                              typename Acc<scalar_t>::type lo, typename Acc<scalar_t>::type hi) {
   using acc_t = typename Acc<scalar_t>::type;
   const index_t n = static_cast<index_t>(p.numel);

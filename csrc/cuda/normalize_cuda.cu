@@ -87,6 +87,26 @@ __global__ void normalize_kernel(TENSOROPS_GRID_CONSTANT const Plan<4> plan, con
   }
 }
 
+// One launch for an (input, output) dtype pair; 32-bit index math when every offset fits.
+template <typename in_t, typename out_t, typename acc_t, bool kTensorStats>
+void launch_typed(const Plan<4>& plan, at::Tensor& out, const at::Tensor& input, bool same_order,
+                  bool coefs_per_vec, const Coefs<acc_t>& coefs, const acc_t* mean, const acc_t* std, acc_t scale,
+                  cudaStream_t stream) {
+  const bool vectorized = same_order && cuda::aligned_to(input.const_data_ptr(), sizeof(in_t) * kVec) &&
+                          cuda::aligned_to(out.mutable_data_ptr(), sizeof(out_t) * kVec);
+  const unsigned int blocks = cuda::blocks_for(plan.numel, int64_t{kThreads} * kVec);
+  const in_t* x = input.const_data_ptr<in_t>();
+  out_t* y = out.mutable_data_ptr<out_t>();
+  if (cuda::fits_int32(plan)) {
+    normalize_kernel<in_t, out_t, acc_t, int32_t, kTensorStats><<<blocks, kThreads, 0, stream>>>(
+        plan, x, y, coefs, mean, std, scale, vectorized, coefs_per_vec);
+  } else {
+    normalize_kernel<in_t, out_t, acc_t, int64_t, kTensorStats><<<blocks, kThreads, 0, stream>>>(
+        plan, x, y, coefs, mean, std, scale, vectorized, coefs_per_vec);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 // Launch for any (input, output) dtype pair; `stats` is either by-value coefficients or mean/std tensors.
 template <typename acc_t, bool kTensorStats>
 void launch(at::Tensor& out, const at::Tensor& input, c10::IntArrayRef mean_strides,
@@ -100,44 +120,13 @@ void launch(at::Tensor& out, const at::Tensor& input, c10::IntArrayRef mean_stri
   const bool coefs_per_vec = plan.sizes[0] % kVec == 0 && plan.strides[2][0] == 0 && plan.strides[3][0] == 0;
   const c10::cuda::CUDAGuard guard(input.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  const unsigned int blocks = cuda::blocks_for(plan.numel, int64_t{kThreads} * kVec);
-  AT_DISPATCH_SWITCH(input.scalar_type(), "normalize_cuda",
-    AT_DISPATCH_CASE(at::kByte, [&] {
-      using in_t = scalar_t;
-      AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "normalize_cuda_out", [&] {
-        using out_t = scalar_t;
-        const bool vectorized = same_order && cuda::aligned_to(input.const_data_ptr(), sizeof(in_t) * kVec) &&
-                                cuda::aligned_to(out.mutable_data_ptr(), sizeof(out_t) * kVec);
-        if (cuda::fits_int32(plan)) {
-          normalize_kernel<in_t, out_t, acc_t, int32_t, kTensorStats><<<blocks, kThreads, 0, stream>>>(
-              plan, input.const_data_ptr<in_t>(), out.mutable_data_ptr<out_t>(), coefs, mean, std, scale,
-              vectorized, coefs_per_vec);
-        } else {
-          normalize_kernel<in_t, out_t, acc_t, int64_t, kTensorStats><<<blocks, kThreads, 0, stream>>>(
-              plan, input.const_data_ptr<in_t>(), out.mutable_data_ptr<out_t>(), coefs, mean, std, scale,
-              vectorized, coefs_per_vec);
-        }
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
-      });
-    })
-    AT_DISPATCH_CASE_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, [&] {
-      using in_t = scalar_t;
-      AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "normalize_cuda_out", [&] {
-        using out_t = scalar_t;
-        const bool vectorized = same_order && cuda::aligned_to(input.const_data_ptr(), sizeof(in_t) * kVec) &&
-                                cuda::aligned_to(out.mutable_data_ptr(), sizeof(out_t) * kVec);
-        if (cuda::fits_int32(plan)) {
-          normalize_kernel<in_t, out_t, acc_t, int32_t, kTensorStats><<<blocks, kThreads, 0, stream>>>(
-              plan, input.const_data_ptr<in_t>(), out.mutable_data_ptr<out_t>(), coefs, mean, std, scale,
-              vectorized, coefs_per_vec);
-        } else {
-          normalize_kernel<in_t, out_t, acc_t, int64_t, kTensorStats><<<blocks, kThreads, 0, stream>>>(
-              plan, input.const_data_ptr<in_t>(), out.mutable_data_ptr<out_t>(), coefs, mean, std, scale,
-              vectorized, coefs_per_vec);
-        }
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
-      });
-    }));
+  AT_DISPATCH_FLOATING_TYPES_AND3(at::kByte, at::kHalf, at::kBFloat16, input.scalar_type(), "normalize_cuda", [&] {
+    using in_t = scalar_t;
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "normalize_cuda_out", [&] {
+      launch_typed<in_t, scalar_t, acc_t, kTensorStats>(plan, out, input, same_order, coefs_per_vec, coefs, mean,
+                                                        std, scale, stream);
+    });
+  });
 }
 
 at::Tensor normalize_tensor_cuda(const at::Tensor& input, const at::Tensor& mean, const at::Tensor& std,
@@ -245,19 +234,15 @@ __global__ void normalize_stat_grads_kernel(const acc_t* __restrict__ sums, cons
 std::tuple<at::Tensor, at::Tensor, at::Tensor> normalize_tensor_backward_cuda(
     const at::Tensor& grad, const at::Tensor& input, const at::Tensor& mean, const at::Tensor& std, double scale,
     std::array<bool, 3> mask) {
-  TENSOROPS_CHECK_VALUE(grad.sizes() == input.sizes(), "grad", "has shape ", grad.sizes(), " but input has ",
-                        input.sizes());
-  const auto acc = acc_dtype(grad.scalar_type());
-  check_input(input, acc);
-  const auto shape = tensor_stat_shape(input, mean, std);
-  at::Tensor grad_input = mask[0] ? at::empty_like(input) : at::empty({0}, input.options());
-  at::Tensor grad_mean = at::zeros(shape, input.options().dtype(acc));
-  at::Tensor grad_std = at::zeros(shape, input.options().dtype(acc));
+  Backward bw = backward_setup(grad, input, mean, std, mask);
+  at::Tensor &grad_input = bw.grad_input, &grad_mean = bw.grad_mean, &grad_std = bw.grad_std;
   if (input.numel() == 0) return {grad_input, grad_mean, grad_std};
-  const bool stats = mask[1] || mask[2];
-  const at::Tensor dense = mask[0] ? grad_input : at::empty_like(input, input.options().device(at::kMeta));
+  const bool stats = bw.stats;
+  const auto& shape = bw.shape;
+  const auto acc = bw.acc;
+  // operands: 0 the dense layout walked, 1 grad, 2 input, 3 statistics entry
   const Plan<4> plan =
-      make_plan<4>(input.sizes(), {dense.strides(), grad.strides(), input.strides(), broadcast_strides(shape)});
+      make_plan<4>(input.sizes(), {bw.dense.strides(), grad.strides(), input.strides(), broadcast_strides(shape)});
   const c10::cuda::CUDAGuard guard(input.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES(acc, "normalize_backward_cuda", [&] {

@@ -1,6 +1,7 @@
 // Host-side pieces of normalize shared by the CPU and CUDA launchers: argument checks, output allocation and
 // the layout of the statistics. Nothing here touches tensor data.
 #pragma once
+#include <array>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -93,6 +94,31 @@ inline std::vector<int64_t> expanded_strides(const at::Tensor& t, c10::IntArrayR
   std::vector<int64_t> strides(shape.size(), 0);
   for (size_t d = 0; d < shape.size(); ++d) strides[d] = t.size(d) == 1 ? 0 : t.stride(d);
   return strides;
+}
+
+// What both backward launchers start from: checked arguments, the outputs, and a dense layout to walk
+// (grad_input's when it is written; a meta tensor's otherwise, so nothing is allocated for it).
+struct Backward {
+  at::ScalarType acc;
+  std::vector<int64_t> shape;  // broadcast shape of mean and std (input's rank)
+  at::Tensor grad_input, grad_mean, grad_std, dense;
+  bool stats;  // statistics' gradients wanted
+};
+
+inline Backward backward_setup(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& mean,
+                               const at::Tensor& std, std::array<bool, 3> mask) {
+  TENSOROPS_CHECK_VALUE(grad.sizes() == input.sizes(), "grad", "has shape ", grad.sizes(), " but input has ",
+                        input.sizes());
+  Backward b;
+  b.acc = acc_dtype(grad.scalar_type());
+  check_input(input, b.acc);
+  b.shape = tensor_stat_shape(input, mean, std);
+  b.grad_input = mask[0] ? at::empty_like(input) : at::empty({0}, input.options());
+  b.grad_mean = at::zeros(b.shape, input.options().dtype(b.acc));
+  b.grad_std = at::zeros(b.shape, input.options().dtype(b.acc));
+  b.dense = mask[0] ? b.grad_input : at::empty_like(input, input.options().device(at::kMeta));
+  b.stats = mask[1] || mask[2];
+  return b;
 }
 
 }  // namespace normalize_host
