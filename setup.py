@@ -103,6 +103,12 @@ def main() -> None:
 
     cxx = ["-O0", "-g"] if debug else ["-O3"]
     cxx += ["-fvisibility=hidden"]  # torch adds the -std= its headers need
+    link = []
+    if torch.__config__.parallel_info().find("OpenMP") >= 0 and sys.platform.startswith("linux"):
+        # at::parallel_for is OpenMP underneath in such torch builds: without -fopenmp its `#pragma omp` is
+        # ignored and every CPU kernel silently runs on one thread
+        cxx.append("-fopenmp")
+        link.append("-fopenmp")
     nvcc = ["-O0", "-g", "-lineinfo"] if debug else ["-O3", "-lineinfo"]
     nvcc += ["--expt-relaxed-constexpr"]
     archs = os.environ.get("TORCH_CUDA_ARCH_LIST", "") if with_cuda else ""
@@ -118,12 +124,12 @@ def main() -> None:
         macros.append(("TENSOROPS_WITH_CUDA", "1"))
         ext = CUDAExtension(
             f"{NAME}._C", sources, include_dirs=include_dirs, define_macros=macros,
-            extra_compile_args={"cxx": cxx, "nvcc": nvcc},
+            extra_compile_args={"cxx": cxx, "nvcc": nvcc}, extra_link_args=link,
         )
     else:
         ext = CppExtension(
             f"{NAME}._C", sources, include_dirs=include_dirs, define_macros=macros,
-            extra_compile_args={"cxx": cxx},
+            extra_compile_args={"cxx": cxx}, extra_link_args=link,
         )
     log(f"building {len(sources)} sources ({'CPU + CUDA' if with_cuda else 'CPU only'}, "
         f"{'debug' if debug else 'release'}) against torch {torch.__version__}")
