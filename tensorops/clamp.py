@@ -50,6 +50,21 @@ def _check_bound(fn: str, name: str, bound: object) -> Bound:
     raise TypeError(f"{fn}: {name} must be a number, a tensor or None, got {type(bound).__name__}")
 
 
+def _broadcast(a: Tuple[int, ...], b: Tuple[int, ...]) -> Optional[Tuple[int, ...]]:
+    """Broadcast shape of a and b, or None (torch.broadcast_shapes costs ~10 us a call)."""
+    if a == b:
+        return a
+    n = len(a) if len(a) > len(b) else len(b)
+    a = (1,) * (n - len(a)) + a
+    b = (1,) * (n - len(b)) + b
+    out = []
+    for x, y in zip(a, b):
+        if x != y and x != 1 and y != 1:
+            return None
+        out.append(x if y == 1 else y)
+    return tuple(out)
+
+
 def _resolve(fn: str, input: object, min: object, max: object) -> Tuple[Bound, Bound, bool]:
     """Checks the arguments as torch's argument parser does; returns (min, max, bounds_are_tensors).
 
@@ -78,12 +93,11 @@ def _resolve(fn: str, input: object, min: object, max: object) -> Tuple[Bound, B
         if isinstance(b, torch.Tensor) and b.device != input.device:  # type: ignore[union-attr]
             if not (b.dim() == 0 and b.device.type == "cpu"):
                 raise RuntimeError(f"{fn}: {name} is on {b.device} but input is on {input.device}")  # type: ignore[union-attr]
-    shape = input.shape  # type: ignore[union-attr]
+    shape = tuple(input.shape)  # type: ignore[union-attr]
     for name, b in (("min", min), ("max", max)):
         if isinstance(b, torch.Tensor):
-            try:
-                shape = torch.broadcast_shapes(shape, b.shape)
-            except RuntimeError:
+            shape = _broadcast(shape, tuple(b.shape))
+            if shape is None:
                 raise RuntimeError(
                     f"{fn}: {name} of shape {tuple(b.shape)} does not broadcast with input of shape "
                     f"{tuple(input.shape)}{'' if name == 'min' or min is None else f' and min of shape {tuple(min.shape)}'}"  # type: ignore[union-attr]
@@ -133,9 +147,11 @@ def clamp(input: torch.Tensor, min: Bound = None, max: Bound = None) -> torch.Te
     min, max, tensors = _resolve("clamp", input, min, max)
     if not _kernel_ok(input, min, max):
         return reference.clamp(input, min, max)
-    if tensors:
-        return torch.ops.tensorops.clamp.default(input, min, max)
-    return torch.ops.tensorops.clamp_scalar.default(input, min, max)
+    op = torch.ops.tensorops.clamp.default if tensors else torch.ops.tensorops.clamp_scalar.default
+    if _extension.autograd_not_needed(input, *(b for b in (min, max) if isinstance(b, torch.Tensor))):
+        with _extension.below_autograd():
+            return op(input, min, max)
+    return op(input, min, max)
 
 
 def clamp_(input: torch.Tensor, min: Bound = None, max: Bound = None) -> torch.Tensor:
