@@ -100,10 +100,9 @@ class Spec:
 def assert_same_layout(out: torch.Tensor, expected: torch.Tensor, what: str = "") -> None:
     """Same strides wherever they matter (dims of size > 1) for non-empty tensors: same memory format."""
     assert tuple(out.shape) == tuple(expected.shape), f"{what} shape {tuple(out.shape)} != {tuple(expected.shape)}"
-    if out.numel() == 0:
-        return
-    for d, (n, so, se) in enumerate(zip(out.shape, out.stride(), expected.stride())):
-        assert n <= 1 or so == se, f"{what} strides {out.stride()} != expected {expected.stride()} (dim {d})"
+    if out.numel() > 0:  # an empty tensor has no layout to compare
+        for d, (n, so, se) in enumerate(zip(out.shape, out.stride(), expected.stride())):
+            assert n <= 1 or so == se, f"{what} strides {out.stride()} != expected {expected.stride()} (dim {d})"
 
 
 def assert_equal_values(out: torch.Tensor, expected: torch.Tensor, what: str = "") -> None:
