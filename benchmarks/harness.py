@@ -420,9 +420,11 @@ def run(
     compile_spent = 0.0
     budget = COMPILE_BUDGET_S[grid]
     bar = None
-    if progress:
+    try:
         from tqdm import tqdm
-
+    except ImportError:  # e.g. a bare GPU machine: run without a progress bar
+        progress = False
+    if progress:
         bar = tqdm(total=len(plan), desc="benchmarks", unit="row", file=sys.stderr, dynamic_ncols=True)
     try:
         for dev, case in plan:

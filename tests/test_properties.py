@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import os
 
+import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+
+pytest.importorskip("hypothesis", reason="property tests need hypothesis (pip install hypothesis)")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st
 
 import tensorops
