@@ -82,25 +82,9 @@ void clamp_tensor_pass(const at::Tensor& out, const at::Tensor& x, const at::Ten
   // bounds), walked contiguously together with the next one, whose bounds do not vary: merge the two into
   // long runs and give the kernel the bounds as a periodic pattern. The phase of a run is off[0] % period,
   // which needs every outer output stride to be a multiple of the period.
-  int64_t period = 0, plo = 0, phi = 0;
-  if (p.ndim >= 2 && p.sizes[0] <= 64 && p.strides[0][0] == 1 && p.strides[1][0] == 1 &&
-      p.strides[0][1] == p.sizes[0] && p.strides[1][1] == p.sizes[0] && p.strides[2][1] == 0 &&
-      p.strides[3][1] == 0 && ((HasLo && p.strides[2][0] != 0) || (HasHi && p.strides[3][0] != 0))) {
-    bool aligned = true;
-    for (int d = 2; d < p.ndim; ++d) aligned = aligned && p.strides[0][d] % p.sizes[0] == 0;
-    if (aligned) {
-      period = p.sizes[0];
-      plo = p.strides[2][0];
-      phi = p.strides[3][0];
-      p.sizes[0] *= p.sizes[1];
-      p.strides[2][0] = p.strides[3][0] = 0;
-      for (int d = 1; d + 1 < p.ndim; ++d) {
-        p.sizes[d] = p.sizes[d + 1];
-        for (int k = 0; k < 4; ++k) p.strides[k][d] = p.strides[k][d + 1];
-      }
-      p.ndim -= 1;
-    }
-  }
+  int64_t pattern[4] = {};
+  const int64_t period = fold_periodic_inner<4>(p, 64, {false, false, HasLo, HasHi}, pattern);
+  const int64_t plo = pattern[2], phi = pattern[3];
   scalar_t* y = out.data_ptr<scalar_t>();
   const scalar_t* xp = x.const_data_ptr<scalar_t>();
   const scalar_t* lp = lo_t.const_data_ptr<scalar_t>();
@@ -217,26 +201,9 @@ void clamp_backward_pass(const at::Tensor& dense, const at::Tensor& grad, const 
   Plan<5> p = make_plan<5>(x.sizes(), {dense.strides(), grad.strides(), x.strides(), lo_idx, hi_idx});
   // As in the forward: a short inner dim along which the (tensor) bounds vary, merged with the next one into
   // long runs with the bounds as a periodic pattern (channels_last input with (1, C, 1, 1) bounds).
-  int64_t period = 0, plo = 0, phi = 0;
-  if (!ScalarBounds && p.ndim >= 2 && p.sizes[0] <= 64 && p.strides[0][0] == 1 && p.strides[1][0] == 1 &&
-      p.strides[2][0] == 1 && p.strides[0][1] == p.sizes[0] && p.strides[1][1] == p.sizes[0] &&
-      p.strides[2][1] == p.sizes[0] && p.strides[3][1] == 0 && p.strides[4][1] == 0 &&
-      ((HasLo && p.strides[3][0] != 0) || (HasHi && p.strides[4][0] != 0))) {
-    bool aligned = true;
-    for (int d = 2; d < p.ndim; ++d) aligned = aligned && p.strides[0][d] % p.sizes[0] == 0;
-    if (aligned) {
-      period = p.sizes[0];
-      plo = p.strides[3][0];
-      phi = p.strides[4][0];
-      p.sizes[0] *= p.sizes[1];
-      p.strides[3][0] = p.strides[4][0] = 0;
-      for (int d = 1; d + 1 < p.ndim; ++d) {
-        p.sizes[d] = p.sizes[d + 1];
-        for (int k = 0; k < 5; ++k) p.strides[k][d] = p.strides[k][d + 1];
-      }
-      p.ndim -= 1;
-    }
-  }
+  int64_t pattern[5] = {};
+  const int64_t period = ScalarBounds ? 0 : fold_periodic_inner<5>(p, 64, {false, false, false, true, true}, pattern);
+  const int64_t plo = pattern[3], phi = pattern[4];
   const scalar_t* g = grad.const_data_ptr<scalar_t>();
   const scalar_t* xp = x.const_data_ptr<scalar_t>();
   const int64_t K = klo + khi;

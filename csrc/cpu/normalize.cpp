@@ -83,22 +83,10 @@ void normalize_pass(at::Tensor& out, const at::Tensor& in, const acc_t* A, const
                     c10::IntArrayRef coef_strides) {
   Plan<3> p = make_plan<3>(out.sizes(), {out.strides(), in.strides(), coef_strides});
   if (deinterleave_pass<in_t, out_t, acc_t>(p, out, in, A, B)) return;
-  // Fold a short inner dimension with varying coefficients (C of NHWC) into the next one when both are walked
-  // contiguously: the kernel then sees long runs with a periodic coefficient pattern.
-  int64_t period = 0, period_stride = 0;
-  if (p.ndim >= 2 && p.strides[2][0] != 0 && p.sizes[0] <= 64 && p.strides[1][0] == 1 &&
-      p.strides[1][1] == p.sizes[0] && p.strides[0][1] == p.sizes[0] && p.strides[2][1] == 0) {
-    period = p.sizes[0];
-    period_stride = p.strides[2][0];
-    p.sizes[0] *= p.sizes[1];
-    for (int k = 0; k < 3; ++k) p.strides[k][0] = 1;
-    p.strides[2][0] = 0;
-    for (int d = 1; d + 1 < p.ndim; ++d) {
-      p.sizes[d] = p.sizes[d + 1];
-      for (int k = 0; k < 3; ++k) p.strides[k][d] = p.strides[k][d + 1];
-    }
-    p.ndim -= 1;
-  }
+  // channels-last input, channels innermost: long runs with a periodic coefficient pattern
+  int64_t pattern[3] = {};
+  const int64_t period = fold_periodic_inner<3>(p, 64, {false, false, true}, pattern);
+  const int64_t period_stride = pattern[2];
   const in_t* x = in.const_data_ptr<in_t>();
   out_t* y = out.mutable_data_ptr<out_t>();
   const int64_t sx = p.strides[1][0], sc = p.strides[2][0];

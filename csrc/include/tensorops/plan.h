@@ -98,4 +98,43 @@ Plan<N> make_plan(c10::IntArrayRef sizes, const std::array<c10::IntArrayRef, N>&
   return p;
 }
 
+// Channels-last inputs with per-channel operands (normalize's statistics, clamp's (1, C, 1, 1) bounds) give a
+// short innermost dimension (C) along which those operands vary, and a next one along which they do not. Fold
+// the two into one long run when every other operand walks both contiguously: the CPU loops then see long
+// runs and read the varying operands as a pattern repeating with the period C.
+//
+// `may_vary[k]`: operand k may be such a pattern operand (it must then be constant along the next dim); every
+// other operand must be contiguous across both dims. On success the pattern operands have stride 0 along the
+// merged run, their original inner strides are in `pattern_strides`, and the period (C) is returned; the phase
+// of a position in a run is its output offset % period, since every outer output stride is a multiple of the
+// period (checked). Returns 0 and leaves `p` as it was otherwise.
+template <int N>
+int64_t fold_periodic_inner(Plan<N>& p, int64_t max_period, const std::array<bool, N>& may_vary,
+                            int64_t (&pattern_strides)[N]) {
+  if (p.ndim < 2 || p.sizes[0] > max_period) return 0;
+  const int64_t period = p.sizes[0];
+  bool varies = false;
+  for (int k = 0; k < N; ++k) {
+    pattern_strides[k] = 0;
+    if (may_vary[k]) {
+      if (p.strides[k][1] != 0) return 0;
+      pattern_strides[k] = p.strides[k][0];
+      varies = varies || p.strides[k][0] != 0;
+    } else if (p.strides[k][0] != 1 || p.strides[k][1] != period) {
+      return 0;
+    }
+  }
+  if (!varies) return 0;
+  for (int d = 2; d < p.ndim; ++d)
+    if (p.strides[0][d] % period != 0) return 0;
+  p.sizes[0] *= p.sizes[1];
+  for (int k = 0; k < N; ++k) p.strides[k][0] = may_vary[k] ? 0 : 1;
+  for (int d = 1; d + 1 < p.ndim; ++d) {
+    p.sizes[d] = p.sizes[d + 1];
+    for (int k = 0; k < N; ++k) p.strides[k][d] = p.strides[k][d + 1];
+  }
+  p.ndim -= 1;
+  return period;
+}
+
 }  // namespace tensorops
