@@ -133,8 +133,9 @@ def test_layouts_match_pair(layout):
         x = image((2, 9, 7, 3), torch.uint8).permute(0, 3, 1, 2)
     else:
         x = image((2, 5, 9, 14), torch.uint16)[:, 1:4, :, ::2]
-    got = ran_kernel(ours(), x)
-    assert_close(got, pair()(x), rtol=0, atol=1e-6)
+    got, expect = ran_kernel(ours(), x), pair()(x)
+    assert_close(got, expect, rtol=0, atol=1e-6)
+    assert got.stride() == expect.stride()  # the same memory layout as the pair's
 
 
 @needs_tv
