@@ -70,6 +70,15 @@ def find_cuda_home():
     return None, "no nvcc on PATH, no CUDA_HOME, nothing under /usr/local/cuda*"
 
 
+def torchvision_extra(torch_version: str) -> list:
+    """The `tensorops[torchvision]` extra: the torchvision series released with the torch tensorops is built
+    against (torchvision 0.(m+15) pairs with torch 2.m), and that torch itself pinned, so installing the extra
+    never moves torch (the compiled extension only loads with the torch it was built against)."""
+    base = torch_version.split("+")[0]  # 2.14.1+cu130 -> 2.14.1 (the pin matches any local build of it)
+    m = re.match(r"2\.(\d+)\.\d+$", base)
+    return [f"torch=={base}", f"torchvision==0.{int(m.group(1)) + 15}.*" if m else "torchvision"]
+
+
 def main() -> None:
     import torch  # the build needs the torch that will import the extension (pip install --no-build-isolation)
 
@@ -131,6 +140,7 @@ def main() -> None:
             f"{NAME}._C", sources, include_dirs=include_dirs, define_macros=macros,
             extra_compile_args={"cxx": cxx}, extra_link_args=link,
         )
+    log(f"extra [torchvision]: {', '.join(torchvision_extra(torch.__version__))}")
     log(f"building {len(sources)} sources ({'CPU + CUDA' if with_cuda else 'CPU only'}, "
         f"{'debug' if debug else 'release'}) against torch {torch.__version__}")
 
@@ -143,6 +153,7 @@ def main() -> None:
         cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
         python_requires=">=3.10",
         install_requires=["torch>=2.4", "numpy"],
+        extras_require={"torchvision": torchvision_extra(torch.__version__)},
         zip_safe=False,
     )
 

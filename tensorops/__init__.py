@@ -6,3 +6,13 @@ from tensorops.cat_split import cat, split
 from tensorops.clamp import clamp, clamp_
 
 __all__ = ["__version__", "build_info", "is_compiled", "normalize", "Normalize", "clamp", "clamp_", "cat", "split"]
+
+
+def __getattr__(name: str):
+    # tensorops.transforms (torchvision v2 transforms) is imported on first use, so `import tensorops` never
+    # imports torchvision; without torchvision it raises an ImportError that says so
+    if name == "transforms":
+        import importlib
+
+        return importlib.import_module("tensorops.transforms")
+    raise AttributeError(f"module 'tensorops' has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""normalize: ``(input * scale - mean) / std`` in one pass, from uint8 or floating input to a floating output."""
+"""normalize: ``(input * scale - mean) / std`` in one pass, from uint8, uint16 or floating input to a floating output."""
 from __future__ import annotations
 
 import functools
@@ -15,6 +15,9 @@ __all__ = ["normalize"]
 Stat = Union[float, Sequence[float], torch.Tensor]
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _FORMATS = (torch.preserve_format, torch.contiguous_format, torch.channels_last, torch.channels_last_3d)
+# Integer inputs the kernels read, with the default scale that maps their range to [0, 1] (what torchvision's
+# ToDtype(scale=True) divides by): 8-bit images and 16-bit PNGs.
+_INT_SCALES = {torch.uint8: 1.0 / 255.0, torch.uint16: 1.0 / 65535.0}
 
 
 def _check_input(input: torch.Tensor) -> None:
@@ -22,9 +25,10 @@ def _check_input(input: torch.Tensor) -> None:
         raise TypeError(f"normalize: input must be a torch.Tensor, got {type(input).__name__}")
     if input.dim() == 0:
         raise ValueError("normalize: input must have at least 1 dimension (a channel dim), got a 0-dim tensor")
-    if input.dtype != torch.uint8 and input.dtype not in _FLOATS:
+    if input.dtype not in _INT_SCALES and input.dtype not in _FLOATS:
         raise TypeError(
-            f"normalize: input must be uint8 or floating (float16, bfloat16, float32, float64), got {input.dtype}"
+            "normalize: input must be uint8 or floating (float16, bfloat16, float32, float64), or uint16, "
+            f"got {input.dtype}"
         )
 
 
@@ -177,14 +181,15 @@ def normalize(
     """``(input * scale - mean) / std`` in one pass over memory.
 
     Args:
-        input: uint8 or floating tensor with at least one dim, any strides (channels_last, NHWC permuted views...).
+        input: uint8, uint16 or floating tensor with at least one dim, any strides (channels_last, NHWC
+            permuted views...).
         mean, std: a number, a sequence of C numbers laid along ``dim``, or a tensor: a 1-D tensor is laid along
             ``dim`` like a sequence; any other tensor must broadcast to input's shape, e.g. ``(N, C, 1, 1)`` for
             per-sample statistics. Gradients flow to statistics tensors that require grad.
         dim: the channel dimension: -3 for CHW/NCHW (the default), -1 for HWC/NHWC.
-        dtype: output dtype (float16, bfloat16, float32, float64). Default: float32 for uint8 input, else
+        dtype: output dtype (float16, bfloat16, float32, float64). Default: float32 for uint8/uint16 input, else
             input's dtype. Arithmetic is float32, float64 when the output is float64.
-        scale: multiplies input first. Default: 1/255 for uint8 input, 1.0 for floating input.
+        scale: multiplies input first. Default: 1/255 for uint8 input, 1/65535 for uint16, 1.0 for floating input.
         memory_format: ``torch.preserve_format`` keeps input's layout; ``torch.contiguous_format`` writes NCHW
             from an NHWC/channels_last input in the same pass (and ``torch.channels_last`` the reverse).
 
@@ -205,11 +210,11 @@ def normalize(
         raise IndexError(f"normalize: dim {dim} is out of range for input with {ndim} dimensions")
     dim = dim % ndim
     if dtype is None:
-        dtype = torch.float32 if input.dtype == torch.uint8 else input.dtype
+        dtype = torch.float32 if input.dtype in _INT_SCALES else input.dtype
     elif not isinstance(dtype, torch.dtype) or dtype not in _FLOATS:
         raise TypeError(f"normalize: dtype must be float16, bfloat16, float32 or float64, got {dtype}")
     if scale is None:
-        scale = 1.0 / 255.0 if input.dtype == torch.uint8 else 1.0
+        scale = _INT_SCALES.get(input.dtype, 1.0)
     elif isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not math.isfinite(scale):
         raise TypeError(f"normalize: scale must be a finite number, got {scale!r}")
     scale = float(scale)

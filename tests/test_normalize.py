@@ -410,3 +410,45 @@ def test_mixed_devices():
     x = torch.zeros(1, 3, 2, 2, dtype=torch.uint8, device="cuda")
     with pytest.raises(ValueError, match="mean is on cpu"):
         tensorops.normalize(x, torch.zeros(3), torch.ones(3, device="cuda"))
+
+
+# ---- uint16 input (16-bit PNGs): scale 1/65535 by default -------------------------------------------------------
+def make_u16(shape, device):
+    g = torch.Generator().manual_seed(16)
+    x = torch.randint(0, 65536, shape, generator=g, dtype=torch.int64)
+    x.view(-1)[:2] = torch.tensor([0, 65535])  # both ends of the range
+    return x.to(torch.uint16).to(device)
+
+
+@pytest.mark.parametrize("out_dtype", [None] + FLOATS)
+@pytest.mark.parametrize("layout", ["nchw", "channels_last", "nhwc_to_nchw", "strided"])
+def test_uint16_input(device, out_dtype, layout):
+    x = make_u16((2, 3, 6, 10), device)
+    kw = {}
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=torch.channels_last)
+    elif layout == "nhwc_to_nchw":
+        x = make_u16((2, 6, 10, 3), device).permute(0, 3, 1, 2)
+        kw = dict(memory_format=torch.contiguous_format)
+    elif layout == "strided":
+        x = x[:, :, ::2, 1:]
+    out, names = kernel_ran(tensorops.normalize, x, MEAN, STD, dtype=out_dtype, **kw)
+    assert "tensorops::normalize" in names or not tensorops.is_compiled()
+    check(out, x, MEAN, STD, dtype=out_dtype or torch.float32, scale=1 / 65535)
+    ref = reference.normalize(x, MEAN, STD, dim=1, scale=1 / 65535, dtype=out_dtype or torch.float32, **kw)
+    assert out.stride() == ref.stride()
+    assert_close(out, ref, rtol=TOL[out.dtype], atol=TOL[out.dtype])
+
+
+def test_uint16_statistics_tensors_and_their_gradients(device):
+    x = make_u16((2, 3, 4, 5), device)
+    mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1).requires_grad_()
+    std = torch.full((2, 1, 1, 1), 0.25, device=device, requires_grad=True)
+    out, names = kernel_ran(tensorops.normalize, x, mean, std, scale=2.0 / 65535)
+    assert "tensorops::normalize_tensor" in names or not tensorops.is_compiled()
+    check(out, x, mean.detach(), std.detach(), scale=2.0 / 65535, dtype=torch.float32)
+    out.square().sum().backward()
+    m, s = mean.detach().clone().requires_grad_(), std.detach().clone().requires_grad_()
+    ((x.double() * (2.0 / 65535) - m.double()) / s.double()).square().sum().backward()
+    assert_close(mean.grad, m.grad, rtol=1e-4, atol=1e-3)
+    assert_close(std.grad, s.grad, rtol=1e-4, atol=1e-3)

@@ -112,20 +112,22 @@ void normalize_pass(at::Tensor& out, const at::Tensor& in, const acc_t* A, const
   });
 }
 
-#define TENSOROPS_DISPATCH_NORMALIZE_TYPES(IN, OUT, ...)                                                   \
-  AT_DISPATCH_SWITCH(IN, "normalize", AT_DISPATCH_CASE(at::kByte, [&] {                                  \
-                       using in_t = scalar_t;                                                            \
-                       AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, OUT, "normalize_out", [&] { \
-                         using out_t = scalar_t;                                                         \
-                         __VA_ARGS__();                                                                  \
-                       });                                                                               \
-                     }) AT_DISPATCH_CASE_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, [&] {             \
-                       using in_t = scalar_t;                                                            \
-                       AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, OUT, "normalize_out", [&] { \
-                         using out_t = scalar_t;                                                         \
-                         __VA_ARGS__();                                                                  \
-                       });                                                                               \
-                     }))
+// The body for one input type (scalar_t, named in_t) over every output type (out_t).
+#define TENSOROPS_NORMALIZE_OUT_TYPES(OUT, ...)                                                          \
+  [&] {                                                                                                  \
+    using in_t = scalar_t;                                                                               \
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, OUT, "normalize_out", [&] {               \
+      using out_t = scalar_t;                                                                            \
+      __VA_ARGS__();                                                                                     \
+    });                                                                                                  \
+  }
+// Input types: uint8 (8-bit images), uint16 (16-bit PNGs) and every floating type.
+#define TENSOROPS_DISPATCH_NORMALIZE_TYPES(IN, OUT, ...)                                                 \
+  AT_DISPATCH_SWITCH(IN, "normalize",                                                                    \
+                     AT_DISPATCH_CASE(at::kByte, TENSOROPS_NORMALIZE_OUT_TYPES(OUT, __VA_ARGS__))        \
+                     AT_DISPATCH_CASE(at::kUInt16, TENSOROPS_NORMALIZE_OUT_TYPES(OUT, __VA_ARGS__))      \
+                     AT_DISPATCH_CASE_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16,                      \
+                                                          TENSOROPS_NORMALIZE_OUT_TYPES(OUT, __VA_ARGS__)))
 
 template <typename acc_t>
 void run(at::Tensor& out, const at::Tensor& input, const std::vector<acc_t>& A, const std::vector<acc_t>& B,
@@ -227,7 +229,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> normalize_tensor_backward_cpu(
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(), "normalize_backward_grad", [&] {
       using g_t = scalar_t;
       const g_t* g = grad.const_data_ptr<g_t>();
-      AT_DISPATCH_FLOATING_TYPES_AND3(at::kByte, at::kHalf, at::kBFloat16, input.scalar_type(), "normalize_backward_input", [&] {
+      AT_DISPATCH_FLOATING_TYPES_AND4(at::kByte, at::kUInt16, at::kHalf, at::kBFloat16, input.scalar_type(), "normalize_backward_input", [&] {
         using in_t = scalar_t;
         const in_t* x = input.const_data_ptr<in_t>();
         in_t* gi = mask[0] ? grad_input.mutable_data_ptr<in_t>() : nullptr;

@@ -120,7 +120,7 @@ void launch(at::Tensor& out, const at::Tensor& input, c10::IntArrayRef mean_stri
   const bool coefs_per_vec = plan.sizes[0] % kVec == 0 && plan.strides[2][0] == 0 && plan.strides[3][0] == 0;
   const c10::cuda::CUDAGuard guard(input.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES_AND3(at::kByte, at::kHalf, at::kBFloat16, input.scalar_type(), "normalize_cuda", [&] {
+  AT_DISPATCH_FLOATING_TYPES_AND4(at::kByte, at::kUInt16, at::kHalf, at::kBFloat16, input.scalar_type(), "normalize_cuda", [&] {
     using in_t = scalar_t;
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "normalize_cuda_out", [&] {
       launch_typed<in_t, scalar_t, acc_t, kTensorStats>(plan, out, input, same_order, coefs_per_vec, coefs, mean,
@@ -255,7 +255,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> normalize_tensor_backward_cuda(
     const unsigned int blocks = cuda::blocks_for(plan.numel, kThreads * 4);
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(), "normalize_backward_grad", [&] {
       using g_t = scalar_t;
-      AT_DISPATCH_FLOATING_TYPES_AND3(at::kByte, at::kHalf, at::kBFloat16, input.scalar_type(), "normalize_backward_in", [&] {
+      AT_DISPATCH_FLOATING_TYPES_AND4(at::kByte, at::kUInt16, at::kHalf, at::kBFloat16, input.scalar_type(), "normalize_backward_in", [&] {
         using in_t = scalar_t;
         in_t* gi = mask[0] ? grad_input.mutable_data_ptr<in_t>() : nullptr;
         if (cuda::fits_int32(plan)) {

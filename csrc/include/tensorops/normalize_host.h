@@ -20,8 +20,9 @@ inline at::ScalarType acc_dtype(at::ScalarType out) { return out == at::kDouble 
 
 inline void check_input(const at::Tensor& input, at::ScalarType dtype) {
   TENSOROPS_CHECK_VALUE(input.dim() >= 1, "input", "must have at least 1 dimension, got a 0-dim tensor");
-  TENSOROPS_CHECK_TYPE(input.scalar_type() == at::kByte || is_float_dtype(input.scalar_type()), "input",
-                       "must be uint8 or floating (float16, bfloat16, float32, float64), got ",
+  TENSOROPS_CHECK_TYPE(input.scalar_type() == at::kByte || input.scalar_type() == at::kUInt16 ||
+                           is_float_dtype(input.scalar_type()),
+                       "input", "must be uint8 or floating (float16, bfloat16, float32, float64), or uint16, got ",
                        input.scalar_type());
   TENSOROPS_CHECK_TYPE(is_float_dtype(dtype), "dtype", "must be float16, bfloat16, float32 or float64, got ",
                        dtype);
