@@ -10,6 +10,7 @@ import operator
 from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
+import torch.autograd.forward_ad as _fwAD
 from torch._prims_common import suggest_memory_format
 
 from tensorops import _extension, reference
@@ -206,7 +207,8 @@ def cat(
     dim = _check_dim_type("cat", dim)
     if out is not None:
         return torch.cat(_tensor_list(tensors), dim, out=out)
-    if _FAST_CAT is not None and _extension.plain_eager():
+    # the C entry point itself leaves torch.func transforms, subclasses and grad to torch.ops; not forward AD
+    if _FAST_CAT is not None and _fwAD._current_level < 0 and not torch.compiler.is_compiling():
         result = _FAST_CAT(tensors, dim)  # plain tensors that need no gradient; None: not handled there
         if result is not None:
             return result
@@ -259,7 +261,7 @@ def split(
         if isinstance(out, torch.Tensor) or not isinstance(out, (list, tuple)):
             raise TypeError(f"tensorops.split(): out must be a list of Tensors, got {type(out).__name__}")
         return torch.split_with_sizes_copy(tensor, sizes, wdim, out=list(out))
-    if _FAST_SPLIT is not None and _extension.plain_eager():
+    if _FAST_SPLIT is not None and _fwAD._current_level < 0 and not torch.compiler.is_compiling():
         result = _FAST_SPLIT(tensor, sizes, wdim)
         if result is not None:
             return result

@@ -165,8 +165,9 @@ def clamp_(input: torch.Tensor, min: Bound = None, max: Bound = None) -> torch.T
 
     Same arguments and semantics as :func:`clamp`, with torch's in-place rules: the bounds may not broadcast
     input to a larger shape, and the promoted result dtype must be castable back to input's dtype (an int
-    input with a float bound raises). Under autograd (input or a bound requires grad) it runs through
-    ``Tensor.clamp_`` so that the graph records the in-place update.
+    input with a float bound raises). Under autograd (input or a bound requires grad) and forward AD it runs
+    through ``Tensor.clamp_`` so that the graph (or the tangent) records the in-place update; under
+    ``torch.func.vmap`` alone its batching rule makes one kernel call for the whole batch.
 
     Example:
         >>> x = torch.tensor([-2.0, 0.5, 3.0])
