@@ -477,3 +477,35 @@ def test_clamp_gradients_as_readme_states():
         assert torch.equal(ours[0], theirs[0])
         torch.testing.assert_close(ours[1], theirs[1])
         torch.testing.assert_close(ours[2], theirs[2])
+
+
+def test_registered_ops_carry_forward_ad_and_double_backward():
+    """torch.ops.tensorops.* (as TorchScript or a torch.compile graph calls them) have the same derivatives."""
+    ops = torch.ops.tensorops
+    x = torch.randn(3, 4, dtype=F64)
+    t = torch.randn(3, 4, dtype=F64)
+    lo = torch.full((4,), -0.2, dtype=F64)
+    for ours, theirs in (
+        (lambda d: ops.clamp_scalar.default(d, -0.3, 0.3), lambda d: torch.clamp(d, -0.3, 0.3)),
+        (lambda d: ops.clamp.default(d, lo, None), lambda d: torch.clamp(d, lo, None)),
+        (lambda d: ops.cat.default([d, d], 1), lambda d: torch.cat([d, d], 1)),
+        (lambda d: ops.split.default(d, [1, 2], 0)[1], lambda d: torch.split(d, [1, 2], 0)[1]),
+        (lambda d: ops.normalize.default(d, [0.5], [2.0], 1, 1.0, F64, torch.preserve_format), lambda d: (d - 0.5) / 2.0),
+    ):
+        with fwAD.dual_level():
+            got = fwAD.unpack_dual(ours(fwAD.make_dual(x, t))).tangent
+            want = fwAD.unpack_dual(theirs(fwAD.make_dual(x, t))).tangent
+        torch.testing.assert_close(got, want)
+        assert torch.autograd.gradgradcheck(lambda a: ours(a).pow(2), (x.clone().requires_grad_(),))
+
+
+def test_ordinary_backward_runs_the_fused_kernels():
+    x = torch.randn(4, 5, requires_grad=True)
+    lo = torch.zeros(5, requires_grad=True)
+    _, names = kernel_ran(lambda: tensorops.clamp(x, lo, None).sum().backward())
+    assert "tensorops::clamp_backward" in names
+    _, names = kernel_ran(lambda: tensorops.clamp(x, -0.5, 0.5).sum().backward())
+    assert "tensorops::clamp_scalar_backward" in names
+    m = torch.zeros(1, 5, requires_grad=True)
+    _, names = kernel_ran(lambda: tensorops.normalize(x, m, torch.ones(1, 5), dim=-1).sum().backward())
+    assert "tensorops::normalize_tensor_backward" in names
