@@ -123,9 +123,8 @@ _any_requires_grad = torch._C._any_requires_grad
 
 def register_autograd_function(opname: str, function: type, to_apply, from_apply=None) -> None:
     """Registers ``function`` (a torch.autograd.Function with setup_context, backward and jvp) as the autograd
-    kernel of ``tensorops::<opname>``: torch.autograd, forward AD and torch.func (whose transforms need
-    setup_context and jvp) then work on the op itself, wherever it is called from (the Python wrappers,
-    TorchScript, torch.compile graphs). ``to_apply(*args)`` gives the arguments of ``function.apply`` (Tensor[]
+    kernel of ``tensorops::<opname>``: autograd (double backward included) and forward AD then work on the op
+    itself, wherever it is called from (TorchScript, torch.compile graphs, direct torch.ops calls). ``to_apply(*args)`` gives the arguments of ``function.apply`` (Tensor[]
     arguments flattened); ``from_apply`` converts its result to the schema's (a tuple to a list). Calls that
     need no derivative go below autograd at once. Under a torch.func transform this kernel cannot help (the
     transform is peeled off before it runs): the public functions apply the Functions from Python instead."""
@@ -159,8 +158,9 @@ def differentiable_call(op, function: type, apply_args: tuple, op_args: Optional
 
 
 class Static:
-    """A constant argument of an autograd.Function (a list of numbers, sizes...) held as one opaque value:
-    torch.func's generated vmap rules flatten list arguments inconsistently with their tangents."""
+    """A constant argument of an autograd.Function (a list of numbers, sizes...) held as one opaque value, so
+    that torch.func's handling of Function arguments (pytree flattening of lists, which its generated vmap rules
+    get wrong) never looks inside it."""
 
     __slots__ = ("value",)
 
