@@ -10,6 +10,7 @@ import warnings
 from typing import Any, Optional
 
 import torch
+import torch.autograd.forward_ad as _fwAD
 
 __version__ = "0.1.0"
 
@@ -77,15 +78,91 @@ def kernels_for(device: torch.device) -> bool:
     return device.type == "cuda" and _HAS_CUDA_KERNELS
 
 
+_transforms_active = torch._C._are_functorch_transforms_active
+
+
 def autograd_not_needed(*tensors: torch.Tensor) -> bool:
     """True when a call can skip the autograd layer of the registered ops: eager mode (not being traced by
-    torch.compile) and no input that autograd would track. The Python autograd wrapper that
-    torch.library.register_autograd installs costs a few microseconds per call even when it does nothing."""
-    if torch.compiler.is_compiling():
-        return False
+    torch.compile), no forward AD level or torch.func transform, and no input that autograd would track. The
+    Python autograd kernel costs a few microseconds per call even when it does nothing."""
+    if torch.compiler.is_compiling() or _fwAD._current_level >= 0 or _transforms_active():
+        return False  # traced, or forward AD / a torch.func transform needs the autograd kernels
     if not torch.is_grad_enabled():
         return True
     return not any(t.requires_grad for t in tensors)
 
 
 below_autograd = torch._C._AutoDispatchBelowAutograd
+
+
+# ---- transforms: forward AD, torch.func, and the autograd kernels that serve them ------------------------------
+
+def forward_ad_active() -> bool:
+    """A forward-AD dual level is open (torch.autograd.forward_ad.dual_level, or torch.func.jvp)."""
+    return _fwAD._current_level >= 0
+
+
+def plain_eager() -> bool:
+    """No forward AD level, no torch.func transform and no torch.compile trace: the cheap eager paths (the C
+    entry points, calls below autograd) may be taken."""
+    return _fwAD._current_level < 0 and not _transforms_active() and not torch.compiler.is_compiling()
+
+
+def differentiable_backward(*tensors: Optional[torch.Tensor]) -> bool:
+    """Whether a backward (or jvp) formula must itself be differentiable: double backward (create_graph), a
+    torch.func transform (grad/jacrev/jacfwd/hessian run backward through their own levels), or forward AD
+    over reverse. Then it is written with differentiable ops; otherwise the fused backward kernels run."""
+    if _fwAD._current_level >= 0 or _transforms_active():
+        return True
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+_IMPL = torch.library.Library("tensorops", "IMPL") if _C is not None else None
+_any_requires_grad = torch._C._any_requires_grad
+
+
+def register_autograd_function(opname: str, function: type, to_apply, from_apply=None) -> None:
+    """Registers ``function`` (a torch.autograd.Function with setup_context, backward and jvp) as the autograd
+    kernel of ``tensorops::<opname>``: autograd (double backward included) and forward AD then work on the op
+    itself, wherever it is called from (TorchScript, torch.compile graphs, direct torch.ops calls). ``to_apply(*args)`` gives the arguments of ``function.apply`` (Tensor[]
+    arguments flattened); ``from_apply`` converts its result to the schema's (a tuple to a list). Calls that
+    need no derivative go below autograd at once. Under a torch.func transform this kernel cannot help (the
+    transform is peeled off before it runs): the public functions apply the Functions from Python instead."""
+    op = getattr(torch.ops.tensorops, opname).default
+    after_autograd = torch._C._after_autograd_keyset
+
+    def kernel(keyset, *args):
+        if _fwAD._current_level >= 0 or (torch.is_grad_enabled() and _any_requires_grad(*args)):
+            out = function.apply(*to_apply(*args))
+            return out if from_apply is None else from_apply(out)
+        with below_autograd():
+            return op.redispatch(keyset & after_autograd, *args)
+
+    _IMPL.impl(opname, kernel, "Autograd", with_keyset=True)  # type: ignore[union-attr]
+
+
+def differentiable_call(op, function: type, apply_args: tuple, op_args: Optional[tuple] = None):
+    """Runs a registered op where derivatives may be needed: ``function.apply`` under forward AD, a torch.func
+    transform, or when an input requires grad; the op below autograd otherwise; the op itself under
+    torch.compile (its autograd kernel is traced). A torch.func transform handles an autograd.Function only
+    when it is applied from above the dispatcher (inside the op's autograd kernel the transform has already
+    been peeled off), so the wrappers, backward formulas and batching rules call through here."""
+    op_args = apply_args if op_args is None else op_args
+    if torch.compiler.is_compiling():
+        return op(*op_args)
+    if _fwAD._current_level < 0 and not _transforms_active():
+        if not (torch.is_grad_enabled() and _any_requires_grad(*op_args)):
+            with below_autograd():
+                return op(*op_args)
+    return function.apply(*apply_args)
+
+
+class Static:
+    """A constant argument of an autograd.Function (a list of numbers, sizes...) held as one opaque value, so
+    that torch.func's handling of Function arguments (pytree flattening of lists, which its generated vmap rules
+    get wrong) never looks inside it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value) -> None:
+        self.value = value

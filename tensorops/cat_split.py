@@ -10,6 +10,7 @@ import operator
 from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
+import torch.autograd.forward_ad as _fwAD
 from torch._prims_common import suggest_memory_format
 
 from tensorops import _extension, reference
@@ -25,6 +26,11 @@ _FAST_SPLIT = getattr(_C, "split_fast", None)
 def _skipped(t: torch.Tensor) -> bool:
     # torch's legacy rule: 1-D tensors of shape (0,) take no part in cat's shape checks
     return t.dim() == 1 and t.shape[0] == 0
+
+
+def _kernel_layout(t: torch.Tensor) -> bool:
+    """Strided and not quantized: what the kernels read (sparse, quantized, mkldnn... go to torch)."""
+    return t.layout == torch.strided and not t.is_quantized
 
 
 def _tensor_list(tensors: object) -> List[torch.Tensor]:
@@ -85,15 +91,15 @@ def _cat_meta(tensors: Sequence[torch.Tensor], dim: int):
             continue
         if t.dim() != ndim:
             raise RuntimeError(
-                f"tensorops.cat(): tensors must have the same number of dimensions: tensors[{i}] has {t.dim()} "
-                f"but tensors[{valid}] has {ndim}"
+                f"tensorops.cat(): Tensors must have same number of dimensions: got {ndim} and {t.dim()} "
+                f"(tensors[{valid}] and tensors[{i}])"
             )
         for d in range(ndim):
             if d != dim and t.shape[d] != ref.shape[d]:
                 raise RuntimeError(
-                    f"tensorops.cat(): sizes of tensors must match except in dimension {dim}: tensors[{i}] has "
-                    f"size {t.shape[d]} in dimension {d} but tensors[{valid}] has size {ref.shape[d]} (shapes "
-                    f"{list(t.shape)} and {list(ref.shape)})"
+                    f"tensorops.cat(): Sizes of tensors must match except in dimension {dim}. Expected size "
+                    f"{ref.shape[d]} but got size {t.shape[d]} for tensor number {i} in the list (dimension {d}: "
+                    f"tensors[{i}] has shape {list(t.shape)}, tensors[{valid}] {list(ref.shape)})"
                 )
         total = total + t.shape[dim]
     shape = list(ref.shape)
@@ -159,13 +165,26 @@ def _split_sizes(tensor: torch.Tensor, split_size_or_sections: object, dim: int)
 
 
 # ---- public functions ------------------------------------------------------------------------------------------
-def cat(tensors: Union[List[torch.Tensor], Tuple[torch.Tensor, ...]], dim: int = 0) -> torch.Tensor:
+def cat(
+    tensors: Union[List[torch.Tensor], Tuple[torch.Tensor, ...]],
+    dim: int = 0,
+    *,
+    out: Optional[torch.Tensor] = None,
+    axis: Optional[int] = None,
+) -> torch.Tensor:
     """Concatenates ``tensors`` along ``dim`` in one pass: a drop-in for ``torch.cat``.
 
     Args:
         tensors: a non-empty list or tuple of tensors (any dtype, bool and complex included, any strides) with
             the same shape except along ``dim``. 1-D tensors of shape ``(0,)`` are skipped, as torch does.
-        dim: the dimension to concatenate along; negative counts from the end.
+        dim: the dimension to concatenate along; negative counts from the end. ``axis`` is its alias (numpy's
+            name, which torch.cat accepts too).
+        out: a tensor to write the result into, with torch.cat's rules (an empty one is resized, a dtype the
+            result cannot be cast to raises, an input overlapping it raises); it runs torch.cat's out= variant.
+
+    Inputs the kernels do not cover (quantized, sparse or other non-strided layouts, devices without kernels
+    such as ``meta``) go to torch.cat. Forward AD, torch.func transforms (vmap with one kernel call for the
+    whole batch) and double backward work as for torch.cat.
 
     Returns:
         A tensor of the inputs' promoted dtype (``torch.result_type`` over all inputs), sized as the inputs
@@ -181,21 +200,34 @@ def cat(tensors: Union[List[torch.Tensor], Tuple[torch.Tensor, ...]], dim: int =
         >>> tensorops.cat([torch.ones(2, 3), torch.zeros(2, 1, dtype=torch.float64)], dim=-1).dtype
         torch.float64
     """
+    if axis is not None:
+        if dim != 0:
+            raise TypeError("tensorops.cat(): got both dim and its alias axis; pass one of them")
+        dim = axis
     dim = _check_dim_type("cat", dim)
-    if _FAST_CAT is not None and not torch.compiler.is_compiling():
-        out = _FAST_CAT(tensors, dim)  # plain tensors that need no gradient; None: not handled there
-        if out is not None:
-            return out
+    if out is not None:
+        return torch.cat(_tensor_list(tensors), dim, out=out)
+    # the C entry point itself leaves torch.func transforms, subclasses and grad to torch.ops; not forward AD
+    if _FAST_CAT is not None and _fwAD._current_level < 0 and not torch.compiler.is_compiling():
+        result = _FAST_CAT(tensors, dim)  # plain tensors that need no gradient; None: not handled there
+        if result is not None:
+            return result
     tensors = _tensor_list(tensors)
-    if tensors and _extension.kernels_for(tensors[0].device) and not tensors[0].is_quantized:
-        return torch.ops.tensorops.cat.default(tensors, dim)
+    if not all(_kernel_layout(t) for t in tensors):
+        return reference.cat(tensors, dim)  # quantized, sparse, ...: torch's result and errors
+    if tensors and _extension.kernels_for(tensors[0].device):
+        return _run_cat(tensors, dim)
     _cat_meta(tensors, dim)  # the kernels' errors, then torch for what they do not cover
     return reference.cat(tensors, dim)
 
 
 def split(
-    tensor: torch.Tensor, split_size_or_sections: Union[int, Sequence[int]], dim: int = 0
-) -> Tuple[torch.Tensor, ...]:
+    tensor: torch.Tensor,
+    split_size_or_sections: Union[int, Sequence[int]],
+    dim: int = 0,
+    *,
+    out: Optional[Sequence[torch.Tensor]] = None,
+) -> Optional[Tuple[torch.Tensor, ...]]:
     """Splits ``tensor`` into contiguous pieces along ``dim`` in one pass: ``torch.split`` as copies.
 
     The pieces are those of ``torch.split`` (an int gives chunks of that size with a smaller last one; a
@@ -207,9 +239,16 @@ def split(
         tensor: a tensor with at least one dimension, any dtype and strides.
         split_size_or_sections: the size of each chunk, or the list of piece sizes.
         dim: the dimension to split along; negative counts from the end.
+        out: a list of tensors, one per piece, to write the pieces into in one pass (e.g. a flat bucket back
+            into each ``.grad``): ``torch.split_with_sizes_copy(..., out=out)`` itself, with its rules (a list of
+            the wrong length or a tensor of another dtype raises, a piece of the wrong shape is resized). Returns
+            None then, as torch does.
+
+    Inputs the kernels do not cover (quantized, sparse, ``meta``...) go to torch. Forward AD, torch.func
+    transforms (vmap with one kernel call for the whole batch) and double backward work as for torch.
 
     Returns:
-        A tuple of contiguous tensors of ``tensor``'s dtype.
+        A tuple of contiguous tensors of ``tensor``'s dtype (None with ``out``).
 
     Example:
         >>> x = torch.arange(10).view(2, 5)
@@ -218,12 +257,16 @@ def split(
     """
     dim = _check_dim_type("split", dim)
     sizes, wdim = _split_sizes(tensor, split_size_or_sections, dim)
-    if _FAST_SPLIT is not None and not torch.compiler.is_compiling():
-        out = _FAST_SPLIT(tensor, sizes, wdim)
-        if out is not None:
-            return out
-    if _extension.kernels_for(tensor.device) and not tensor.is_quantized:
-        return tuple(torch.ops.tensorops.split.default(tensor, sizes, wdim))
+    if out is not None:
+        if isinstance(out, torch.Tensor) or not isinstance(out, (list, tuple)):
+            raise TypeError(f"tensorops.split(): out must be a list of Tensors, got {type(out).__name__}")
+        return torch.split_with_sizes_copy(tensor, sizes, wdim, out=list(out))
+    if _FAST_SPLIT is not None and _fwAD._current_level < 0 and not torch.compiler.is_compiling():
+        result = _FAST_SPLIT(tensor, sizes, wdim)
+        if result is not None:
+            return result
+    if _extension.kernels_for(tensor.device) and _kernel_layout(tensor):
+        return _run_split(tensor, sizes, wdim)
     return reference.split(tensor, sizes, wdim)
 
 
@@ -257,37 +300,97 @@ def _register() -> None:
             outs.append(input.new_empty(shape))
         return outs
 
-    # cat's gradient is tensorops' split of the output gradient: one pass for any number of inputs.
-    def setup_cat(ctx, inputs, output):
-        tensors, dim = inputs
+    torch.library.register_vmap(lib + "cat", _cat_vmap)
+    torch.library.register_vmap(lib + "split", _split_vmap)
+    # torch's legacy vmap (torch._vmap_internals, which gradcheck's batched checks still use) has no
+    # fallback for Tensor[] ops: there, torch's own ops, which it has rules for
+    _extension._IMPL.impl("cat", lambda tensors, dim: torch.cat(tensors, dim), "Batched")  # type: ignore[union-attr]
+    _extension._IMPL.impl(  # type: ignore[union-attr]
+        "split", lambda input, sizes, dim: [p.clone() for p in torch.split_with_sizes(input, sizes, dim)], "Batched"
+    )
+    _extension.register_autograd_function("cat", _Cat, lambda tensors, dim: (dim, *tensors))
+    _extension.register_autograd_function(
+        "split", _Split, lambda input, sizes, dim: (input, _extension.Static(list(sizes)), dim), list
+    )
+
+
+def _run_cat(tensors: Sequence[torch.Tensor], dim: int) -> torch.Tensor:
+    return _extension.differentiable_call(torch.ops.tensorops.cat.default, _Cat, (dim, *tensors), (list(tensors), dim))
+
+
+def _run_split(input: torch.Tensor, sizes: List[int], dim: int) -> Tuple[torch.Tensor, ...]:
+    args = (input, _extension.Static(sizes), dim)
+    return tuple(_extension.differentiable_call(torch.ops.tensorops.split.default, _Split, args, (input, sizes, dim)))
+
+
+class _Cat(torch.autograd.Function):
+    """cat is linear: its gradient is tensorops' split of the output gradient and its jvp the cat of the
+    tangents, both through these same differentiable ops (one pass for any number of inputs)."""
+
+    @staticmethod
+    def forward(dim, *tensors):
+        with _extension.below_autograd():
+            return torch.ops.tensorops.cat.default(list(tensors), dim)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        dim, *tensors = inputs
         valid = [not _skipped(t) for t in tensors]
         wdim = dim % output.dim() if any(valid) else 0
-        ctx.wdim = wdim
-        ctx.valid = valid
+        ctx.wdim, ctx.valid = wdim, valid
         ctx.sizes = [t.shape[wdim] if v else 0 for t, v in zip(tensors, valid)]
         ctx.dtypes = [t.dtype for t in tensors]
+        ctx.shapes = [t.shape for t in tensors]
+        ctx.out_dtype = output.dtype
 
-    def backward_cat(ctx, grad):
+    @staticmethod
+    def backward(ctx, grad):
         sizes = [s for s, v in zip(ctx.sizes, ctx.valid) if v]
-        pieces = iter(torch.ops.tensorops.split.default(grad, sizes, ctx.wdim) if sizes else ())
+        pieces = iter(_run_split(grad, sizes, ctx.wdim) if sizes else ())
         grads = []
         for v, dtype in zip(ctx.valid, ctx.dtypes):
             g = next(pieces) if v else grad.new_zeros((0,))
             grads.append(g if g.dtype == dtype else g.to(dtype))
-        return grads, None
+        return (None, *grads)
 
-    torch.library.register_autograd(lib + "cat", backward_cat, setup_context=setup_cat)
+    @staticmethod
+    def jvp(ctx, _, *tangents):
+        zero = None
+        filled = []
+        for t, shape in zip(tangents, ctx.shapes):
+            if t is None:
+                if zero is None:
+                    ref = next(x for x in tangents if x is not None)
+                    zero = torch.zeros((), dtype=ctx.out_dtype, device=ref.device)
+                t = zero.expand(shape)
+            filled.append(t)
+        out = _run_cat(filled, ctx.wdim)
+        return out if out.dtype == ctx.out_dtype else out.to(ctx.out_dtype)
 
-    # split's gradient is tensorops' cat of the piece gradients; a missing gradient is a zero piece (a
-    # broadcast zero, not a materialized tensor, until the cat kernel writes it), all missing: no gradient.
-    def setup_split(ctx, inputs, output):
+    @staticmethod
+    def vmap(info, in_dims, dim, *tensors):
+        return _cat_vmap(info, (list(in_dims[1:]), None), list(tensors), dim, _run_cat)
+
+
+class _Split(torch.autograd.Function):
+    """split's gradient is tensorops' cat of the piece gradients (a missing one is a broadcast zero piece,
+    until the cat kernel writes it; all missing: no gradient); its jvp is the split of the tangent."""
+
+    @staticmethod
+    def forward(input, sizes, dim):
+        with _extension.below_autograd():
+            return tuple(torch.ops.tensorops.split.default(input, sizes.value, dim))
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
         input, sizes, dim = inputs
         ctx.set_materialize_grads(False)
-        ctx.wdim = dim % input.dim()
+        ctx.wdim, ctx.sizes = dim % input.dim(), sizes.value
         ctx.shapes = [tuple(o.shape) for o in output]
         ctx.dtype = input.dtype
 
-    def backward_split(ctx, grads):
+    @staticmethod
+    def backward(ctx, *grads):
         if all(g is None for g in grads):
             return None, None, None
         zero = None
@@ -299,9 +402,49 @@ def _register() -> None:
                     zero = torch.zeros((), dtype=ctx.dtype, device=ref.device)
                 g = zero.expand(shape)
             filled.append(g)
-        return torch.ops.tensorops.cat.default(filled, ctx.wdim), None, None
+        return _run_cat(filled, ctx.wdim), None, None
 
-    torch.library.register_autograd(lib + "split", backward_split, setup_context=setup_split)
+    @staticmethod
+    def jvp(ctx, t_input, *_):
+        return _run_split(t_input, ctx.sizes, ctx.wdim)
+
+    @staticmethod
+    def vmap(info, in_dims, input, sizes, dim):
+        outs, dims = _split_vmap(info, in_dims, input, sizes.value, dim, _run_split)
+        return tuple(outs), tuple(dims)
+
+
+# ---- vmap: one kernel call for the whole batch (the batch dim moved to the front) ----------------------------
+def _cat_vmap(info, in_dims, tensors, dim, run=None):
+    """The batching rule: torch.library's (``run`` None: the op itself, called below the batched level) and
+    _Cat's vmap staticmethod (``run`` _run_cat: a torch.func level may still be active below)."""
+    run = run or torch.ops.tensorops.cat.default
+    dims = in_dims[0]
+    dtype = tensors[0].dtype
+    physical = []
+    for i, (t, d) in enumerate(zip(tensors, dims)):
+        dtype = torch.promote_types(dtype, t.dtype)
+        logical = tuple(t.shape) if d is None else tuple(t.shape[:d] + t.shape[d + 1 :])
+        if len(logical) == 0:
+            raise RuntimeError(f"tensorops.cat(): zero-dimensional tensor (at position {i}) cannot be concatenated")
+        if logical == (0,):
+            continue  # the legacy skip, which the physical (batch, 0) tensor would not get
+        physical.append(t.movedim(d, 0) if d is not None else t.unsqueeze(0).expand((info.batch_size,) + logical))
+    if not physical:
+        return tensors[0].new_empty((info.batch_size, 0), dtype=dtype), 0
+    ndim = physical[0].dim() - 1
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
+    out = run(physical, dim % ndim + 1)
+    return (out if out.dtype == dtype else out.to(dtype)), 0
+
+
+def _split_vmap(info, in_dims, input, sizes, dim, run=None):
+    run = run or torch.ops.tensorops.split.default
+    x = input.movedim(in_dims[0], 0)
+    ndim = x.dim() - 1
+    outs = run(x, list(sizes), dim % ndim + 1)
+    return list(outs), [0] * len(outs)
 
 
 if _extension.is_compiled():

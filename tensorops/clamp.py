@@ -73,7 +73,7 @@ def _resolve(fn: str, input: object, min: object, max: object) -> Tuple[Bound, B
     _check_input(fn, input)
     min, max = _check_bound(fn, "min", min), _check_bound(fn, "max", max)
     if min is None and max is None:
-        raise RuntimeError(f"{fn}: min, max: at least one of 'min' or 'max' must not be None")
+        raise RuntimeError(f"{fn}: At least one of 'min' or 'max' must not be None")  # torch's words
     min_t, max_t = isinstance(min, torch.Tensor), isinstance(max, torch.Tensor)
     if not (min_t or max_t):
         return min, max, False
@@ -115,7 +115,9 @@ def _kernel_ok(input: torch.Tensor, min: Bound, max: Bound) -> bool:
     return True
 
 
-def clamp(input: torch.Tensor, min: Bound = None, max: Bound = None) -> torch.Tensor:
+def clamp(
+    input: torch.Tensor, min: Bound = None, max: Bound = None, *, out: Optional[torch.Tensor] = None
+) -> torch.Tensor:
     """``torch.clamp(input, min, max)``: every element limited to ``[min, max]``, in one pass over memory.
 
     A drop-in for ``torch.clamp``: same values, dtype, shape and memory layout for every input torch accepts.
@@ -126,6 +128,8 @@ def clamp(input: torch.Tensor, min: Bound = None, max: Bound = None) -> torch.Te
         min, max: Python numbers or tensors, each optional (at least one given). Tensor bounds broadcast with
             input and with each other (a bound may be larger than input: the result has the broadcast shape).
             Type promotion is torch's (an int input with a float bound gives a float result).
+        out: a tensor to write the result into, with torch.clamp's rules (an empty one is resized, a result
+            dtype it cannot hold raises, ...): it runs torch.clamp's out= variant.
 
     Semantics (as torch): NaN input stays NaN; a NaN bound gives NaN (a NaN number bound: the whole result);
     ``min > max`` gives ``max`` everywhere. Gradients flow to input and to tensor bounds that require grad:
@@ -145,13 +149,15 @@ def clamp(input: torch.Tensor, min: Bound = None, max: Bound = None) -> torch.Te
         tensor([0.0000, 5.0000, 7.5000])
     """
     min, max, tensors = _resolve("clamp", input, min, max)
+    if out is not None:
+        return torch.clamp(input, min, max, out=out)
     if not _kernel_ok(input, min, max):
         return reference.clamp(input, min, max)
     op = torch.ops.tensorops.clamp.default if tensors else torch.ops.tensorops.clamp_scalar.default
     if _extension.autograd_not_needed(input, *(b for b in (min, max) if isinstance(b, torch.Tensor))):
         with _extension.below_autograd():
             return op(input, min, max)
-    return op(input, min, max)
+    return _extension.differentiable_call(op, _Clamp if tensors else _ClampScalar, (input, min, max))
 
 
 def clamp_(input: torch.Tensor, min: Bound = None, max: Bound = None) -> torch.Tensor:
@@ -159,8 +165,9 @@ def clamp_(input: torch.Tensor, min: Bound = None, max: Bound = None) -> torch.T
 
     Same arguments and semantics as :func:`clamp`, with torch's in-place rules: the bounds may not broadcast
     input to a larger shape, and the promoted result dtype must be castable back to input's dtype (an int
-    input with a float bound raises). Under autograd (input or a bound requires grad) it runs through
-    ``Tensor.clamp_`` so that the graph records the in-place update.
+    input with a float bound raises). Under autograd (input or a bound requires grad) and forward AD it runs
+    through ``Tensor.clamp_`` so that the graph (or the tangent) records the in-place update; under
+    ``torch.func.vmap`` alone its batching rule makes one kernel call for the whole batch.
 
     Example:
         >>> x = torch.tensor([-2.0, 0.5, 3.0])
@@ -169,12 +176,13 @@ def clamp_(input: torch.Tensor, min: Bound = None, max: Bound = None) -> torch.T
     """
     min, max, tensors = _resolve("clamp_", input, min, max)
     # 1: elements overlap (an expanded view); 2: too hard to tell, left to torch's own check
-    if not torch.compiler.is_compiling() and torch._debug_has_internal_overlap(input) == 1:
+    if _extension.plain_eager() and torch._debug_has_internal_overlap(input) == 1:
         raise RuntimeError(
             "clamp_: input: more than one element refers to a single memory location (an expanded or "
             "overlapping view), so the in-place result is ill-defined; clone() it first"
         )
-    grad_needed = torch.is_grad_enabled() and (
+    # forward AD (torch.autograd.forward_ad, torch.func.jvp) and autograd record the in-place update: torch's
+    grad_needed = _extension.forward_ad_active() or torch.is_grad_enabled() and (
         input.requires_grad or any(isinstance(b, torch.Tensor) and b.requires_grad for b in (min, max))
     )
     if grad_needed or not _kernel_ok(input, min, max):
@@ -229,18 +237,80 @@ def _register() -> None:
     def _(grad, input, min, max):
         return torch.empty_like(input)
 
-    def setup_tensor(ctx, inputs, output):
+    for name, rule in (
+        ("clamp", _clamp_vmap),
+        ("clamp_scalar", _clamp_scalar_vmap),
+        ("clamp_", _clamp_inplace_vmap),
+        ("clamp_scalar_", _clamp_scalar_inplace_vmap),
+        ("clamp_backward", _clamp_backward_vmap),
+        ("clamp_scalar_backward", _clamp_scalar_backward_vmap),
+    ):
+        torch.library.register_vmap(lib + name, rule)
+    same = lambda *args: args  # noqa: E731
+    _extension.register_autograd_function("clamp", _Clamp, same)
+    _extension.register_autograd_function("clamp_scalar", _ClampScalar, same)
+    _extension.register_autograd_function("clamp_scalar_backward", _ClampScalarBackward, same)
+
+
+_OPS = {"_Clamp": "clamp", "_ClampScalar": "clamp_scalar", "_ClampScalarBackward": "clamp_scalar_backward"}
+
+
+def _run(function: type, *args, direct: bool = False):
+    """The op of ``function``, through it where derivatives may be needed (:func:`_extension.differentiable_call`);
+    ``direct``: the op itself (torch.library's batching rules, which run with a torch.func level peeled off)."""
+    op = getattr(torch.ops.tensorops, _OPS[function.__name__]).default
+    return op(*args) if direct else _extension.differentiable_call(op, function, args)
+
+
+def _coefficients(input, min, max, dtype, shape, forward: bool):
+    """d out / d (input, min, max) at every element of the output (shape ``shape``), as torch's autograd has
+    them (the backward kernel's masks, with ones for grad): clamp is piecewise linear, so its derivatives are
+    these maps times the tangent or gradient. torch's forward AD differs from its backward in one place, a
+    NaN with a single bound (the bound's tangent is taken, the input's is not)."""
+    with torch.no_grad():
+        x = input.detach().to(dtype)
+        lo = None if min is None else min.detach().to(dtype).expand(shape)
+        hi = None if max is None else max.detach().to(dtype).expand(shape)
+        ones = torch.ones(shape, dtype=dtype, device=x.device)
+        a, b, c = torch.ops.tensorops.clamp_backward.default(ones, x, lo, hi, [True, lo is not None, hi is not None])
+        if forward and (lo is None) != (hi is None):
+            nan = x.isnan() | (lo if lo is not None else hi).isnan()
+            a = a.masked_fill(nan, 0)
+            if lo is not None:
+                b = b.masked_fill(nan, 1)
+            else:
+                c = c.masked_fill(nan, 1)
+    return a, (b if lo is not None else None), (c if hi is not None else None)
+
+
+class _Clamp(torch.autograd.Function):
+    """Derivatives of clamp with tensor bounds. The backward is the fused kernel; where it must itself be
+    differentiable (double backward, torch.func, forward over reverse), and for the jvp, it is the derivative
+    maps (:func:`_coefficients`) times the gradient or tangents, in torch ops."""
+
+    @staticmethod
+    def forward(input, min, max):
+        with _extension.below_autograd():
+            return torch.ops.tensorops.clamp.default(input, min, max)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
         input, min, max = inputs
         ctx.save_for_backward(input, min, max)
-        ctx.result_dtype = output.dtype
+        ctx.save_for_forward(input, min, max)
+        ctx.result_dtype, ctx.shape = output.dtype, output.shape
 
-    def backward_tensor(ctx, grad):
+    @staticmethod
+    def backward(ctx, grad):
         input, min, max = ctx.saved_tensors
         mask = [bool(m) for m in ctx.needs_input_grad[:3]]
         dtype = ctx.result_dtype
-        if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (grad, input, min, max)):
-            # create_graph=True (double backward): torch's own differentiable formula
-            return reference.clamp_backward(grad, input, min, max, mask, create_graph=True)
+        if _extension.differentiable_backward(grad, input, min, max):
+            a, b, c = _coefficients(input, min, max, dtype, ctx.shape, forward=False)
+            gi = (a * grad).sum_to_size(input.shape).to(input.dtype) if mask[0] else None
+            gmin = (b * grad).sum_to_size(min.shape).to(min.dtype) if mask[1] else None
+            gmax = (c * grad).sum_to_size(max.shape).to(max.dtype) if mask[2] else None
+            return gi, gmin, gmax
         if any(b is not None and b.dtype != dtype for b in (min, max)):
             # bounds of another dtype than the result (0-dim float64 bounds on a float32 input, ...): torch
             # compares min < max in the bounds' own dtype, so take torch's own backward for these
@@ -252,23 +322,163 @@ def _register() -> None:
         gmax = gmax if mask[2] else None
         return gi, gmin, gmax
 
-    torch.library.register_autograd(lib + "clamp", backward_tensor, setup_context=setup_tensor)
+    @staticmethod
+    def jvp(ctx, t_input, t_min, t_max):
+        input, min, max = ctx.saved_tensors
+        coefficients = _coefficients(input, min, max, ctx.result_dtype, ctx.shape, forward=True)
+        out = None
+        for k, t in zip(coefficients, (t_input, t_min, t_max)):
+            if t is not None:
+                out = k * t if out is None else out + k * t
+        out = out.to(ctx.result_dtype)
+        return out if out.shape == ctx.shape else out.expand(ctx.shape).contiguous()
 
-    def setup_scalar(ctx, inputs, output):
+    vmap = staticmethod(lambda info, in_dims, *args: _clamp_vmap(info, in_dims, *args, direct=False))
+
+
+class _ClampScalar(torch.autograd.Function):
+    """Derivatives of clamp with number bounds: the gradient and the tangent are both masked by the same rule
+    (torch's), the clamp_scalar_backward kernel, which is differentiable (:class:`_ClampScalarBackward`)."""
+
+    @staticmethod
+    def forward(input, min, max):
+        with _extension.below_autograd():
+            return torch.ops.tensorops.clamp_scalar.default(input, min, max)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
         input, min, max = inputs
         ctx.save_for_backward(input)
+        ctx.save_for_forward(input)
         ctx.min, ctx.max = min, max
 
-    def backward_scalar(ctx, grad):
+    @staticmethod
+    def backward(ctx, grad):
         (input,) = ctx.saved_tensors
         if not ctx.needs_input_grad[0]:
             return None, None, None
-        if torch.is_grad_enabled() and (grad.requires_grad or input.requires_grad):
-            gi, _, _ = reference.clamp_backward(grad, input, ctx.min, ctx.max, [True, False, False], create_graph=True)
-            return gi, None, None
-        return torch.ops.tensorops.clamp_scalar_backward.default(grad, input, ctx.min, ctx.max), None, None
+        return _run(_ClampScalarBackward, grad, input, ctx.min, ctx.max), None, None
 
-    torch.library.register_autograd(lib + "clamp_scalar", backward_scalar, setup_context=setup_scalar)
+    @staticmethod
+    def jvp(ctx, t_input, *_):
+        (input,) = ctx.saved_tensors
+        return _run(_ClampScalarBackward, t_input, input, ctx.min, ctx.max)
+
+    vmap = staticmethod(lambda info, in_dims, *args: _clamp_scalar_vmap(info, in_dims, *args, direct=False))
+
+
+class _ClampScalarBackward(torch.autograd.Function):
+    """``grad`` masked where clamp passes input through: linear in grad (its own derivative), constant in input."""
+
+    @staticmethod
+    def forward(grad, input, min, max):
+        with _extension.below_autograd():
+            return torch.ops.tensorops.clamp_scalar_backward.default(grad, input, min, max)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        grad, input, min, max = inputs
+        ctx.save_for_backward(input)
+        ctx.save_for_forward(input)
+        ctx.min, ctx.max = min, max
+
+    @staticmethod
+    def backward(ctx, gg):
+        (input,) = ctx.saved_tensors
+        return _run(_ClampScalarBackward, gg, input, ctx.min, ctx.max), None, None, None
+
+    @staticmethod
+    def jvp(ctx, t_grad, *_):
+        (input,) = ctx.saved_tensors
+        if t_grad is None:
+            return torch.zeros_like(input)
+        return _run(_ClampScalarBackward, t_grad, input, ctx.min, ctx.max)
+
+    vmap = staticmethod(lambda info, in_dims, *args: _clamp_scalar_backward_vmap(info, in_dims, *args, direct=False))
+
+
+# ---- vmap: one kernel call for the whole batch (the batch dim moved to the front) ----------------------------
+def _front(tensors, in_dims, batch_size: int, expand: bool):
+    """Physical tensors for broadcasting ops: batched ones with the batch dim first and padded to the largest
+    logical rank, so that they broadcast as their logical tensors do; unbatched ones as they are, or (expand)
+    given a batch dim of the batch size."""
+    rank = max(t.dim() - (d is not None) for t, d in zip(tensors, in_dims) if t is not None)
+    out = []
+    for t, d in zip(tensors, in_dims):
+        if t is None:
+            out.append(None)
+            continue
+        if d is None:
+            if not expand:
+                out.append(t)
+                continue
+            p = t.reshape((1,) * (rank - t.dim()) + tuple(t.shape)).unsqueeze(0)
+            p = p.expand((batch_size,) + tuple(p.shape[1:]))
+        else:
+            p = t.movedim(d, 0)
+            for _ in range(rank - (p.dim() - 1)):
+                p = p.unsqueeze(1)
+        out.append(p)
+    return out
+
+
+def _logical_dtype(tensors, in_dims) -> torch.dtype:
+    """torch.clamp's result dtype for the per-sample tensors (a 0-dim bound ranks below dimensioned ones in
+    type promotion, and under vmap it is 1-dim physically)."""
+    meta = [
+        None if t is None else torch.empty((1,) * (t.dim() - (d is not None)), dtype=t.dtype, device="meta")
+        for t, d in zip(tensors, in_dims)
+    ]
+    return torch.clamp(*meta).dtype
+
+
+def _cast(tensors, dtype):
+    return [t if t is None or t.dtype == dtype else t.to(dtype) for t in tensors]
+
+
+def _clamp_vmap(info, in_dims, input, min, max, direct=True):
+    dtype = _logical_dtype((input, min, max), in_dims)
+    x, lo, hi = _cast(_front((input, min, max), in_dims, info.batch_size, expand=False), dtype)
+    return _run(_Clamp, x, lo, hi, direct=direct), 0
+
+
+def _clamp_scalar_vmap(info, in_dims, input, min, max, direct=True):
+    return _run(_ClampScalar, input.movedim(in_dims[0], 0), min, max, direct=direct), 0
+
+
+def _inplace_input(in_dims) -> None:
+    if in_dims[0] is None:
+        raise RuntimeError(
+            "vmap: clamp_(input, min, max): input is not batched but a bound is; the in-place result cannot hold "
+            "the batch (torch.vmap's rule for in-place ops). Use clamp (out of place), or batch input too."
+        )
+
+
+def _clamp_inplace_vmap(info, in_dims, input, min, max):
+    _inplace_input(in_dims)
+    dtype = _logical_dtype((input, min, max), in_dims)
+    x, lo, hi = _front((input, min, max), in_dims, info.batch_size, expand=False)
+    lo, hi = _cast((lo, hi), dtype)
+    torch.ops.tensorops.clamp_.default(x, lo, hi)
+    return None, None
+
+
+def _clamp_scalar_inplace_vmap(info, in_dims, input, min, max):
+    torch.ops.tensorops.clamp_scalar_.default(input.movedim(in_dims[0], 0), min, max)
+    return None, None
+
+
+def _clamp_backward_vmap(info, in_dims, grad, input, min, max, output_mask):
+    args = _front((grad, input, min, max), in_dims, info.batch_size, expand=True)
+    gi, gmin, gmax = torch.ops.tensorops.clamp_backward.default(*args, output_mask)
+    dims = [0 if output_mask[0] else None]
+    dims += [0 if m and b is not None else None for m, b in zip(output_mask[1:], (min, max))]
+    return (gi, gmin, gmax), tuple(dims)
+
+
+def _clamp_scalar_backward_vmap(info, in_dims, grad, input, min, max, direct=True):
+    g, x = _front((grad, input), in_dims, info.batch_size, expand=True)
+    return _run(_ClampScalarBackward, g, x, min, max, direct=direct), 0
 
 
 if _extension.is_compiled():

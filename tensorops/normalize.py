@@ -20,6 +20,11 @@ _FORMATS = (torch.preserve_format, torch.contiguous_format, torch.channels_last,
 _INT_SCALES = {torch.uint8: 1.0 / 255.0, torch.uint16: 1.0 / 65535.0}
 
 
+class DimError(ValueError, IndexError):
+    """A ``dim`` out of range for the input: a ValueError naming dim and the input's shape (and an IndexError,
+    what torch raises for a dimension out of range)."""
+
+
 def _check_input(input: torch.Tensor) -> None:
     if not isinstance(input, torch.Tensor):
         raise TypeError(f"normalize: input must be a torch.Tensor, got {type(input).__name__}")
@@ -207,7 +212,13 @@ def normalize(
     if isinstance(dim, bool) or not isinstance(dim, int):
         raise TypeError(f"normalize: dim must be an int, got {type(dim).__name__}")
     if not -ndim <= dim < ndim:
-        raise IndexError(f"normalize: dim {dim} is out of range for input with {ndim} dimensions")
+        hint = ""
+        if input.shape[-1] in (1, 3, 4):
+            hint = f"; for channels-last input (HWC/NHWC, last dim {input.shape[-1]}) pass dim=-1"
+        raise DimError(
+            f"normalize: dim {dim} is out of range for input of shape {tuple(input.shape)} with {ndim} "
+            f"dimensions{hint}"
+        )
     dim = dim % ndim
     if dtype is None:
         dtype = torch.float32 if input.dtype in _INT_SCALES else input.dtype
@@ -229,11 +240,13 @@ def normalize(
     use_kernels = _extension.kernels_for(input.device) and ndim <= _extension.MAX_KERNEL_DIMS
     if mean_values is not None and std_values is not None:
         if use_kernels:
-            op = torch.ops.tensorops.normalize.default
+            args = (input, mean_values, std_values, dim, scale, dtype, memory_format)
             if _extension.autograd_not_needed(input):
                 with _extension.below_autograd():
-                    return op(input, mean_values, std_values, dim, scale, dtype, memory_format)
-            return op(input, mean_values, std_values, dim, scale, dtype, memory_format)
+                    return torch.ops.tensorops.normalize.default(*args)
+            return _extension.differentiable_call(
+                torch.ops.tensorops.normalize.default, _Normalize, _normalize_apply_args(*args), args
+            )
         return reference.normalize(
             input, mean_values, std_values, dim=dim, scale=scale, dtype=dtype, memory_format=memory_format
         )
@@ -242,7 +255,8 @@ def normalize(
     m = _stat_tensor("mean", mean, input, dim) if mean_values is None else _values_as_tensor(mean_values, input, dim, acc)
     s = _stat_tensor("std", std, input, dim) if std_values is None else _values_as_tensor(std_values, input, dim, acc)
     if use_kernels:
-        return torch.ops.tensorops.normalize_tensor.default(input, m, s, scale, dtype, memory_format)
+        args = (input, m, s, scale, dtype, memory_format)
+        return _extension.differentiable_call(torch.ops.tensorops.normalize_tensor.default, _NormalizeTensor, args)
     return reference.normalize(input, m, s, dim=dim, scale=scale, dtype=dtype, memory_format=memory_format)
 
 
@@ -265,36 +279,132 @@ def _register() -> None:
         gi = torch.empty_like(input) if output_mask[0] else input.new_empty((0,))
         return gi, input.new_empty(shape, dtype=acc), input.new_empty(shape, dtype=acc)
 
-    def setup_list(ctx, inputs, output):
-        input, mean, std, dim, scale, dtype, memory_format = inputs
-        ctx.dim, ctx.scale, ctx.std = dim, scale, std
-        ctx.input_dtype = input.dtype
+    torch.library.register_vmap(lib + "normalize", _normalize_vmap)
+    torch.library.register_vmap(lib + "normalize_tensor", _normalize_tensor_vmap)
+    _extension.register_autograd_function("normalize", _Normalize, _normalize_apply_args)
+    _extension.register_autograd_function("normalize_tensor", _NormalizeTensor, lambda *args: args)
 
-    def backward_list(ctx, grad):
-        # d input = grad * scale / std: the forward kernel itself, with mean 0 and std / scale
-        inv = [s / ctx.scale if ctx.scale != 0 else math.inf for s in ctx.std]
-        gi = torch.ops.tensorops.normalize.default(
-            grad, [0.0], inv, ctx.dim, 1.0, ctx.input_dtype, torch.preserve_format
-        )
-        return gi, None, None, None, None, None, None
 
-    torch.library.register_autograd(lib + "normalize", backward_list, setup_context=setup_list)
+def _normalize_apply_args(input, mean, std, dim, scale, dtype, memory_format):
+    return input, _extension.Static((mean, std)), dim, scale, dtype, memory_format
 
-    def setup_tensor(ctx, inputs, output):
+
+class _Normalize(torch.autograd.Function):
+    """Derivatives of normalize with number statistics: the map is linear in input, so its jvp and its
+    backward are the same kernel with mean 0 (and differentiable, since that kernel is this op)."""
+
+    @staticmethod
+    def forward(input, stats, dim, scale, dtype, memory_format):
+        mean, std = stats.value
+        with _extension.below_autograd():
+            return torch.ops.tensorops.normalize.default(input, mean, std, dim, scale, dtype, memory_format)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        input, stats, dim, scale, dtype, memory_format = inputs
+        ctx.dim, ctx.scale, ctx.std = dim, scale, stats.value[1]
+        ctx.input_dtype, ctx.dtype = input.dtype, dtype
+
+    @staticmethod
+    def _scaled(ctx, t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        # t * scale / std, in the forward's own arithmetic
+        args = (t, [0.0], ctx.std, ctx.dim, ctx.scale, dtype, torch.preserve_format)
+        op = torch.ops.tensorops.normalize.default
+        return _extension.differentiable_call(op, _Normalize, _normalize_apply_args(*args), args)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _Normalize._scaled(ctx, grad, ctx.input_dtype), None, None, None, None, None
+
+    @staticmethod
+    def jvp(ctx, t_input, *_):
+        return _Normalize._scaled(ctx, t_input, ctx.dtype)
+
+    @staticmethod
+    def vmap(info, in_dims, input, stats, dim, scale, dtype, memory_format):
+        mean, std = stats.value
+        return _normalize_vmap(info, in_dims[:1], input, mean, std, dim, scale, dtype, memory_format, direct=False)
+
+
+class _NormalizeTensor(torch.autograd.Function):
+    """Derivatives of normalize with statistics tensors: ``out = a / s`` with ``a = x * scale - m``. The backward
+    is the fused kernel unless it must itself be differentiable; then, like the jvp, it is written with torch
+    ops in torch's own formulas (those of mul, sub and div)."""
+
+    @staticmethod
+    def forward(input, mean, std, scale, dtype, memory_format):
+        with _extension.below_autograd():
+            return torch.ops.tensorops.normalize_tensor.default(input, mean, std, scale, dtype, memory_format)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
         input, mean, std, scale, dtype, memory_format = inputs
         ctx.save_for_backward(input, mean, std)
-        ctx.scale = scale
+        ctx.save_for_forward(input, mean, std)
+        ctx.scale, ctx.dtype, ctx.shape = scale, dtype, output.shape
 
-    def backward_tensor(ctx, grad):
+    @staticmethod
+    def _numerator(ctx, input, mean, acc):
+        return input.to(acc) * ctx.scale - mean.to(acc)
+
+    @staticmethod
+    def backward(ctx, grad):
         input, mean, std = ctx.saved_tensors
         mask = [ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.needs_input_grad[2]]
-        gi, gm, gs = torch.ops.tensorops.normalize_tensor_backward.default(grad, input, mean, std, ctx.scale, mask)
-        gi = gi if mask[0] else None
+        if not _extension.differentiable_backward(grad, input, mean, std):
+            gi, gm, gs = torch.ops.tensorops.normalize_tensor_backward.default(grad, input, mean, std, ctx.scale, mask)
+        else:
+            acc = reference.acc_dtype(ctx.dtype)
+            g, s = grad.to(acc), std.to(acc)
+            gm = -(g / s)
+            gi = g / s * ctx.scale
+            gs = -g * (_NormalizeTensor._numerator(ctx, input, mean, acc) / s / s) if mask[2] else None
+        gi = gi.to(input.dtype) if mask[0] else None
         gm = gm.sum_to_size(mean.shape).to(mean.dtype) if mask[1] else None
         gs = gs.sum_to_size(std.shape).to(std.dtype) if mask[2] else None
         return gi, gm, gs, None, None, None
 
-    torch.library.register_autograd(lib + "normalize_tensor", backward_tensor, setup_context=setup_tensor)
+    @staticmethod
+    def jvp(ctx, t_input, t_mean, t_std, *_):
+        input, mean, std = ctx.saved_tensors
+        acc = reference.acc_dtype(ctx.dtype)
+        s = std.to(acc)
+        t = torch.zeros((), dtype=acc, device=input.device)
+        if t_input is not None:
+            t = t_input.to(acc) * ctx.scale
+        if t_mean is not None:
+            t = t - t_mean.to(acc)
+        if t_std is not None:  # div's jvp: (t_a - t_s * (a / s)) / s
+            t = t - t_std.to(acc) * (_NormalizeTensor._numerator(ctx, input, mean, acc) / s)
+        t = (t / s).to(ctx.dtype)
+        return t if t.shape == ctx.shape else t.expand(ctx.shape).contiguous()
+
+    vmap = staticmethod(lambda info, in_dims, *args: _normalize_tensor_vmap(info, in_dims, *args, direct=False))
+
+
+# ---- vmap: one kernel call for the whole batch (the batch dim moved to the front) ----------------------------
+def _normalize_vmap(info, in_dims, input, mean, std, dim, scale, dtype, memory_format, direct=True):
+    """The batching rule: torch.library's (``direct``: the op itself, called with the batched level peeled
+    off) and the Function's vmap staticmethod (through it, as a torch.func level may still be active below)."""
+    x = input.movedim(in_dims[0], 0)
+    ndim = x.dim() - 1
+    mf = memory_format if memory_format == torch.contiguous_format else torch.preserve_format
+    args = (x, mean, std, dim % ndim + 1, scale, dtype, mf)
+    op = torch.ops.tensorops.normalize.default
+    return (op(*args) if direct else _extension.differentiable_call(op, _Normalize, _normalize_apply_args(*args), args)), 0
+
+
+def _normalize_tensor_vmap(info, in_dims, input, mean, std, scale, dtype, memory_format, direct=True):
+    def front(t: torch.Tensor, bdim: Optional[int]) -> torch.Tensor:
+        return t.unsqueeze(0) if bdim is None else t.movedim(bdim, 0)
+
+    x, m, s = front(input, in_dims[0]), front(mean, in_dims[1]), front(std, in_dims[2])
+    if in_dims[0] is None:
+        x = x.expand((info.batch_size,) + tuple(input.shape))
+    mf = memory_format if memory_format == torch.contiguous_format else torch.preserve_format
+    args = (x, m, s, scale, dtype, mf)
+    op = torch.ops.tensorops.normalize_tensor.default
+    return (op(*args) if direct else _extension.differentiable_call(op, _NormalizeTensor, args)), 0
 
 
 if _extension.is_compiled():

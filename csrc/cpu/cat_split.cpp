@@ -92,6 +92,8 @@ bool plain(PyObject* obj, bool grad_mode, at::Tensor const** out) {
                                             c10::DispatchKey::FuncTorchGradWrapper,
                                             c10::DispatchKey::Functionalize});
   if (t.key_set().has_any(special)) return false;
+  // quantized, sparse and other layouts: not the kernels' business, torch's (through the Python wrapper)
+  if (t.layout() != c10::kStrided || t.is_quantized()) return false;
   const auto type = t.device().type();
 #ifdef TENSOROPS_WITH_CUDA
   if (type != c10::DeviceType::CPU && type != c10::DeviceType::CUDA) return false;

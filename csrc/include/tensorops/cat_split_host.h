@@ -182,13 +182,14 @@ inline void cat_scan_serial(at::TensorList tensors, int64_t& dim, CatScan& s, Pr
       s.perm = memory_order(tdim, s.assumed);
       s.pos = std::find(s.perm.begin(), s.perm.end(), dim) - s.perm.begin();
     } else {
-      TORCH_CHECK(tdim == s.ndim, "tensorops.cat(): tensors must have the same number of dimensions: tensors[", i,
-                  "] has ", tdim, " but tensors[", s.valid, "] has ", s.ndim);
+      // torch's wording after the prefix (callers match on it), then which tensors
+      TORCH_CHECK(tdim == s.ndim, "tensorops.cat(): Tensors must have same number of dimensions: got ", s.ndim,
+                  " and ", tdim, " (tensors[", s.valid, "] and tensors[", i, "])");
       for (int64_t d = 0; d < s.ndim; ++d) {
-        TORCH_CHECK(d == dim || sizes[d] == s.ref_sizes[d], "tensorops.cat(): sizes of tensors must match except "
-                    "in dimension ", dim, ": tensors[", i, "] has size ", sizes[d], " in dimension ", d,
-                    " but tensors[", s.valid, "] has size ", s.ref_sizes[d], " (shapes ", sizes, " and ",
-                    c10::IntArrayRef(s.ref_sizes), ")");
+        TORCH_CHECK(d == dim || sizes[d] == s.ref_sizes[d], "tensorops.cat(): Sizes of tensors must match except "
+                    "in dimension ", dim, ". Expected size ", s.ref_sizes[d], " but got size ", sizes[d],
+                    " for tensor number ", i, " in the list (dimension ", d, ": tensors[", i, "] has shape ",
+                    sizes, ", tensors[", s.valid, "] ", c10::IntArrayRef(s.ref_sizes), ")");
       }
     }
     s.total += sizes[dim];

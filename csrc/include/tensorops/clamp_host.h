@@ -27,7 +27,7 @@ inline void check_not_complex(const at::Tensor& t, const char* arg) {
 }
 
 inline void check_bounds_given(bool has_min, bool has_max) {
-  TORCH_CHECK(has_min || has_max, "tensorops: clamp: min, max: at least one of 'min' or 'max' must not be None");
+  TORCH_CHECK(has_min || has_max, "tensorops.clamp: At least one of 'min' or 'max' must not be None");
 }
 
 inline void check_tensor_args(const at::Tensor& input, const std::optional<at::Tensor>& min,
