@@ -1,0 +1,18 @@
+// crop_mirror_normalize's CPU inner loops, next to normalize's (normalize_loops.h, whose `emit` and
+// `affine_contiguous` they build on). Included twice by crop_mirror_normalize.cpp (AVX2+FMA and baseline
+// builds, see tensorops/cpu_isa.h), after normalize_loops.h, so no #pragma once and no includes.
+// NOLINTBEGIN
+
+// A mirrored crop row: y[t] from x[-t] (x points at the source element of y[0]); vectorizes to a reversed load.
+template <typename in_t, typename out_t, typename acc_t>
+void affine_reversed(const in_t* __restrict x, out_t* __restrict y, int64_t n, acc_t a, acc_t b) {
+  emit<out_t, acc_t>(y, n, [&](int64_t t) { return math::normalize_apply(static_cast<acc_t>(x[-t]), a, b); });
+}
+
+// Any source step (HWC images: the channel count; mirrored: negative) into a contiguous output row.
+template <typename in_t, typename out_t, typename acc_t>
+void affine_step(const in_t* x, int64_t step, out_t* __restrict y, int64_t n, acc_t a, acc_t b) {
+  emit<out_t, acc_t>(y, n, [&](int64_t t) { return math::normalize_apply(static_cast<acc_t>(x[t * step]), a, b); });
+}
+
+// NOLINTEND
