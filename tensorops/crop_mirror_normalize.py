@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
 from tensorops import _extension, reference
-from tensorops.normalize import _FLOATS, _cached_values, _check_coefficients, _numbers
+from tensorops.normalize import _FLOATS, _cached_values, _check_coefficients, _key, _numbers
 
 __all__ = ["crop_mirror_normalize"]
 
@@ -134,6 +134,34 @@ def _stat(name: str, stat: object, N: int, C: int, device: torch.device, acc: to
     return stat
 
 
+# Checked statistics given as numbers, keyed by their values: the checks cost more than a small batch's kernel,
+# and a training loop passes the same numbers on every call.
+_NUMBER_STATS: Dict[tuple, Tuple[torch.Tensor, torch.Tensor]] = {}
+
+
+def _stats(mean: object, std: object, N: int, C: int, device: torch.device, dtype: torch.dtype,
+           scale: float) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(mean, std) as (N or 1, C or 1) tensors in the accumulation dtype (numbers) or as given (tensors)."""
+    km, ks = _key(mean), _key(std)
+    key = (km, ks, C, device, dtype, scale) if km is not None and ks is not None else None
+    compiling = torch.compiler.is_compiling()
+    if key is not None and not compiling:
+        hit = _NUMBER_STATS.get(key)
+        if hit is not None:
+            return hit
+    acc = reference.acc_dtype(dtype)
+    m = _stat("mean", mean, N, C, device, acc, scale)
+    s = _stat("std", std, N, C, device, acc, scale)
+    std_values = _numbers("std", std)
+    if std_values is not None:
+        _check_coefficients(_numbers("mean", mean), std_values, scale, dtype)
+    if key is not None and not compiling:
+        if len(_NUMBER_STATS) >= 256:
+            _NUMBER_STATS.clear()
+        _NUMBER_STATS[key] = (m, s)
+    return m, s
+
+
 def crop_mirror_normalize(
     images: Images,
     mean: Stat,
@@ -202,12 +230,7 @@ def crop_mirror_normalize(
         raise ValueError(_err(f"out_of_bounds must be \"error\" or \"pad\", got {out_of_bounds!r}"))
     pad = out_of_bounds == "pad"
     scale = 1.0 / 255.0 if first.dtype == torch.uint8 else 1.0
-    acc = reference.acc_dtype(dtype)
-    m = _stat("mean", mean, N, C, device, acc, scale)
-    s = _stat("std", std, N, C, device, acc, scale)
-    std_values = _numbers("std", std)
-    if std_values is not None:
-        _check_coefficients(_numbers("mean", mean), std_values, scale, dtype)
+    m, s = _stats(mean, std, N, C, device, dtype, scale)
     tl = _top_left(top_left, sizes, h, w)
     mi = _mirror(mirror, N)
 
