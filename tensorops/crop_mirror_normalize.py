@@ -330,6 +330,28 @@ def _register() -> None:
     for name in ("crop_mirror_normalize", "crop_mirror_normalize_list"):
         torch.library.register_autograd(lib + name, backward, setup_context=setup_context)
 
+    def vmap_batch(info, in_dims, images, mean, std, top_left, mirror, *rest):
+        # vmap over the batch form: the vmapped dim and the sample dim fold into one bigger batch, so the whole
+        # thing is still one kernel call; per-sample arguments that are not vmapped repeat for each slice.
+        op = torch.ops.tensorops.crop_mirror_normalize.default
+        tensors = [images, mean, std, top_left, mirror]
+        B = info.batch_size
+        moved = [t if d is None else t.movedim(d, 0) for t, d in zip(tensors, in_dims[:5])]
+        if any(d is not None for d in in_dims[1:5]) or in_dims[0] is None:
+            # something per-sample is vmapped too: one call per vmapped slice
+            outs = [op(*[t if d is None else t[b] for t, d in zip(moved, in_dims[:5])], *rest) for b in range(B)]
+            return torch.stack(outs), 0
+        x = moved[0]
+        N = x.shape[1]
+        flat = x.reshape((B * N,) + tuple(x.shape[2:]))
+        per_sample = [mean.repeat(B, 1) if mean.shape[0] == N and N > 1 else mean,
+                      std.repeat(B, 1) if std.shape[0] == N and N > 1 else std,
+                      top_left.repeat(B, 1), mirror.repeat(B)]
+        out = op(flat, *per_sample, *rest)
+        return out.view((B, N) + tuple(out.shape[1:])), 0
+
+    torch.library.register_vmap(lib + "crop_mirror_normalize", vmap_batch)
+
 
 if _extension.is_compiled():
     _register()

@@ -342,3 +342,25 @@ def test_collate_in_a_dataloader(num_workers):
     lo = (0 - max(MEAN)) / min(STD)
     hi = (1 - min(MEAN)) / min(STD)
     assert all(((b >= lo) & (b <= hi)).all() for b, _ in first)
+
+
+@requires_compiled
+def test_vmap_batch_form():
+    g = torch.Generator().manual_seed(2)
+    x = torch.randint(0, 256, (2, 3, 3, 12, 10), dtype=torch.uint8, generator=g)  # vmapped dim 0, N = 3
+    tl = torch.tensor([[0, 1], [2, 3], [4, 0]])
+    mirror = torch.tensor([True, False, True])
+    mean = torch.rand(3, 3, generator=g)
+
+    def f(x):
+        return tensorops.crop_mirror_normalize(x, mean, STD, size=(6, 5), top_left=tl, mirror=mirror,
+                                               memory_format=torch.channels_last)
+
+    out, ran = kernel_ran(torch.vmap(f), x)
+    torch.testing.assert_close(out, torch.stack([f(x[0]), f(x[1])]))
+    assert "tensorops::crop_mirror_normalize" in ran
+    # vmapped over a different dim, and with per-slice statistics (one call per slice)
+    torch.testing.assert_close(torch.vmap(f, in_dims=1)(x.movedim(0, 1)), torch.stack([f(x[0]), f(x[1])]))
+    means = torch.rand(2, 3, 3, generator=g)
+    h = lambda x, m: tensorops.crop_mirror_normalize(x, m, STD, size=(6, 5), top_left=tl, mirror=mirror)
+    torch.testing.assert_close(torch.vmap(h)(x, means), torch.stack([h(x[0], means[0]), h(x[1], means[1])]))
