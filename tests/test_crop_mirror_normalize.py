@@ -259,17 +259,19 @@ def test_compile_fullgraph_backward():
     torch.testing.assert_close(g_comp, g_eager)
 
 
-def test_fallback_matches_kernels(device):
-    images = _images(4, torch.uint8, device, sizes=[(30, 40), (25, 33), (40, 30), (20, 20)])
+@pytest.mark.parametrize("layout", ["CHW", "HWC"])
+def test_fallback_matches_kernels(device, layout):
+    images = _images(4, torch.uint8, device, layout, sizes=[(30, 40), (25, 33), (40, 30), (20, 20)])
+    dim = -3 if layout == "CHW" else -1
     tl = torch.tensor([[1, 2], [-3, 4], [10, 9], [0, 5]])
     mirror = torch.tensor([False, True, True, False])
     m = torch.tensor(MEAN, device=device).view(1, 3)
     s = torch.tensor(STD, device=device).view(1, 3)
     for fmt in (torch.contiguous_format, torch.channels_last):
-        out = tensorops.crop_mirror_normalize(images, MEAN, STD, size=(16, 18), top_left=tl, mirror=mirror,
+        out = tensorops.crop_mirror_normalize(images, MEAN, STD, dim=dim, size=(16, 18), top_left=tl, mirror=mirror,
                                               out_of_bounds="pad", fill=1.5, pad_channels=5, memory_format=fmt,
                                               dtype=torch.bfloat16)
-        ref = reference.crop_mirror_normalize(images, m, s, tl, mirror, (16, 18), dim=-3, scale=1 / 255,
+        ref = reference.crop_mirror_normalize(images, m, s, tl, mirror, (16, 18), dim=dim, scale=1 / 255,
                                               dtype=torch.bfloat16, memory_format=fmt, channels=5, fill=1.5, pad=True)
         torch.testing.assert_close(out, ref)
         assert out.stride() == ref.stride()
@@ -364,3 +366,19 @@ def test_vmap_batch_form():
     means = torch.rand(2, 3, 3, generator=g)
     h = lambda x, m: tensorops.crop_mirror_normalize(x, m, STD, size=(6, 5), top_left=tl, mirror=mirror)
     torch.testing.assert_close(torch.vmap(h)(x, means), torch.stack([h(x[0], means[0]), h(x[1], means[1])]))
+
+
+@pytest.mark.parametrize("channels", [1, 2, 4, 5])
+def test_hwc_channel_counts(device, channels):
+    g = torch.Generator().manual_seed(channels)
+    images = [torch.randn(14 + i, 11 + 2 * i, channels, generator=g).to(device) for i in range(3)]
+    tl = torch.tensor([[1, 0], [-2, 3], [4, 2]])
+    mirror = torch.tensor([True, False, True])
+    mean = torch.rand(3, channels, generator=g).to(device)
+    std = (torch.rand(1, channels, generator=g) + 0.5).to(device)
+    out = tensorops.crop_mirror_normalize(images, mean, std, dim=-1, size=(9, 8), top_left=tl, mirror=mirror,
+                                          out_of_bounds="pad", pad_channels=channels + 1, fill=-1.0)
+    ref = reference.crop_mirror_normalize(images, mean, std, tl, mirror, (9, 8), dim=-1, scale=1.0,
+                                          dtype=torch.float32, memory_format=torch.contiguous_format,
+                                          channels=channels + 1, fill=-1.0, pad=True)
+    torch.testing.assert_close(out, ref)

@@ -56,6 +56,48 @@ void run_typed(cmn_host::Setup& s, acc_t scale, acc_t fill) {
   out_t* out = s.out.mutable_data_ptr<out_t>();
   const int64_t os_n = s.out.stride(0), os_c = s.out.stride(1), os_h = s.out.stride(2), os_w = s.out.stride(3);
   const out_t fill_out = math::cast_out<out_t>(fill);
+  // HWC images (channels interleaved, C of 2-4) into a channels-first output: one task row is a whole pixel row
+  // of one sample, read once and written to its C planes (normalize's deinterleave loops).
+  bool interleaved = os_w == 1 && C >= 2 && C <= 4;
+  for (int64_t n = 0; n < N && interleaved; ++n) interleaved = s.samples[n].sc == 1 && s.samples[n].sx == C;
+  for (int64_t k = 0; k < N * C && interleaved; ++k) interleaved = finite[k];
+  if (interleaved) {
+    const int64_t prow = N * h;
+    const int64_t pgrain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(1, w * Cp));
+    at::parallel_for(0, prow, pgrain, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const int64_t i = r % h, n = r / h;
+        const cmn::Sample& sm = s.samples[n];
+        out_t* y = out + n * os_n + i * os_h;
+        const int64_t yy = sm.y0 + i;
+        int64_t lo = 0, hi = 0;
+        if (yy >= 0 && yy < sm.H) cmn::inside_columns(sm, w, lo, hi);
+        for (int64_t c = 0; c < Cp; ++c) {
+          out_t* yc = y + c * os_c;
+          const bool real = c < C && hi > lo;
+          for (int64_t j = 0; j < (real ? lo : w); ++j) yc[j] = fill_out;
+          for (int64_t j = real ? hi : w; j < w; ++j) yc[j] = fill_out;
+        }
+        if (hi <= lo) continue;
+        const in_t* x = reinterpret_cast<const in_t*>(sm.src) + yy * sm.sy + cmn::source_x(sm, lo, w) * C;
+        const acc_t* a = A.data() + n * C;
+        const acc_t* b = B.data() + n * C;
+        const int64_t m = hi - lo;
+        out_t* y0 = y + lo;
+#define TENSOROPS_CMN_DEINTERLEAVE(KC)                                                                         \
+  (sm.mirror ? TENSOROPS_CPU_DISPATCH(affine_deinterleave_reversed<KC, in_t, out_t, acc_t>)(x, y0, os_c, m, a, b) \
+             : TENSOROPS_CPU_DISPATCH(affine_deinterleave<KC, in_t, out_t, acc_t>)(x, y0, os_c, m, a, b))
+        switch (C) {
+          case 2: TENSOROPS_CMN_DEINTERLEAVE(2); break;
+          case 3: TENSOROPS_CMN_DEINTERLEAVE(3); break;
+          default: TENSOROPS_CMN_DEINTERLEAVE(4); break;
+        }
+#undef TENSOROPS_CMN_DEINTERLEAVE
+      }
+    });
+    return;
+  }
+
   const int64_t rows = N * Cp * h;
   const int64_t grain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(1, w));
   at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
