@@ -337,12 +337,13 @@ def machine_info() -> Dict[str, Any]:
 
 
 def _families() -> Dict[str, Any]:
-    from benchmarks import cat_split, clamp, normalize
+    from benchmarks import cat_split, clamp, crop_mirror_normalize, normalize
 
-    return {"normalize": normalize, "clamp": clamp, "cat": cat_split, "split": cat_split}
+    return {"normalize": normalize, "clamp": clamp, "cat": cat_split, "split": cat_split,
+            "crop_mirror_normalize": crop_mirror_normalize}
 
 
-OPS = ("normalize", "clamp", "cat", "split")
+OPS = ("normalize", "clamp", "cat", "split", "crop_mirror_normalize")
 
 
 def collect_cases(
@@ -592,7 +593,7 @@ def plot(result: Dict[str, Any], path: str) -> None:
 
     rows = [r for r in result["rows"] if r["speedup_vs_eager"]]
     devices = sorted({r["device"] for r in rows}) or ["cpu"]
-    families = [f for f in ("normalize", "clamp", "cat", "split") if any(r["op"].startswith(f) for r in rows)]
+    families = [f for f in ("normalize", "clamp", "cat", "split", "crop") if any(r["op"].startswith(f) for r in rows)]
     families = families or ["normalize"]
     from matplotlib.ticker import FuncFormatter
 

@@ -49,6 +49,22 @@ TORCH_LIBRARY(tensorops, m) {
   // torch.split_with_sizes_copy: contiguous pieces of `input` along `dim`, written in one pass. It is also
   // cat's backward, and cat is its backward.
   m.def("split(Tensor input, SymInt[] sizes, int dim) -> Tensor[]");
+
+  // ----- crop_mirror_normalize (tensorops/crop_mirror_normalize.py) -----------------------------------------
+  // A batch of images cropped at per-sample origins (top_left: int64 CPU (N, 2), y then x), mirrored
+  // horizontally where `mirror` (bool CPU (N,)) says, then normalized as normalize_tensor with per-sample
+  // statistics (mean/std: (N or 1, C or 1)), into (N, channels, size[0], size[1]) in `memory_format`. Channels
+  // past the images' C, and crop areas outside an image (when `pad`; else an error), hold `fill`. `dim` is the
+  // channel dim of one image: -3 (CHW) or -1 (HWC). One pass; one launch on CUDA.
+  m.def(
+      "crop_mirror_normalize(Tensor images, Tensor mean, Tensor std, Tensor top_left, Tensor mirror, int[2] size, "
+      "int dim, float scale, ScalarType dtype, MemoryFormat memory_format, int channels, float fill, bool pad) "
+      "-> Tensor");
+  // The same from a list of images of different sizes (what a decoder gives).
+  m.def(
+      "crop_mirror_normalize_list(Tensor[] images, Tensor mean, Tensor std, Tensor top_left, Tensor mirror, "
+      "int[2] size, int dim, float scale, ScalarType dtype, MemoryFormat memory_format, int channels, float fill, "
+      "bool pad) -> Tensor");
 }
 
 // ----- cat / split fast eager entry points (csrc/cpu/cat_split.cpp) ----------------------------------------

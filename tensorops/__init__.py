@@ -4,8 +4,11 @@ from tensorops.modules import Normalize
 from tensorops.normalize import normalize
 from tensorops.cat_split import cat, split
 from tensorops.clamp import clamp, clamp_
+from tensorops.crop_mirror_normalize import crop_mirror_normalize
+from tensorops import data
 
-__all__ = ["__version__", "build_info", "is_compiled", "normalize", "Normalize", "clamp", "clamp_", "cat", "split"]
+__all__ = ["__version__", "build_info", "is_compiled", "normalize", "Normalize", "clamp", "clamp_", "cat", "split",
+           "crop_mirror_normalize", "data"]
 
 
 def __getattr__(name: str):

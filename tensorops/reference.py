@@ -109,3 +109,58 @@ def cat(tensors: Sequence[torch.Tensor], dim: int) -> torch.Tensor:
 def split(tensor: torch.Tensor, sizes: Sequence[int], dim: int) -> Tuple[torch.Tensor, ...]:
     """``torch.split`` with every piece a contiguous copy (``torch.split_with_sizes_copy``)."""
     return tuple(torch.split_with_sizes_copy(tensor, list(sizes), dim))
+
+
+# ---- crop_mirror_normalize -------------------------------------------------------------------------------------
+def crop_mirror_normalize(
+    images: Union[torch.Tensor, Sequence[torch.Tensor]],
+    mean: torch.Tensor,
+    std: torch.Tensor,
+    top_left: torch.Tensor,
+    mirror: torch.Tensor,
+    size: Sequence[int],
+    *,
+    dim: int,
+    scale: float,
+    dtype: torch.dtype,
+    memory_format: torch.memory_format,
+    channels: int,
+    fill: float,
+    pad: bool,
+) -> torch.Tensor:
+    """Slices, flips, ``torch.stack`` and the normalize formula: the fallback of ``tensorops.crop_mirror_normalize``
+    and its oracle. ``images`` is a batch or a list of 3-d images with the channel at ``dim`` (-3 or -1);
+    ``mean``/``std`` are (N or 1, C or 1) tensors; ``top_left`` (N, 2) and ``mirror`` (N,) are CPU tensors. Crop
+    areas outside an image (``pad``) and channels past C hold ``fill``. Differentiable in images, mean and std."""
+    h, w = int(size[0]), int(size[1])
+    acc = acc_dtype(dtype)
+    origins = top_left.tolist()
+    flips = mirror.tolist()
+    crops = []
+    for n, image in enumerate(images):
+        chw = image if dim == -3 else image.permute(2, 0, 1)
+        C, H, W = chw.shape
+        y0, x0 = origins[n]
+        if not pad and not (y0 >= 0 and x0 >= 0 and y0 + h <= H and x0 + w <= W):
+            raise ValueError(
+                f"crop_mirror_normalize: top_left: sample {n}: the crop at top_left ({y0}, {x0}) of size ({h}, {w}) "
+                f"leaves its {H}x{W} image (pass out_of_bounds=\"pad\" to fill outside)"
+            )
+        ya, yb, xa, xb = max(y0, 0), min(y0 + h, H), max(x0, 0), min(x0 + w, W)
+        m = mean[n if mean.shape[0] > 1 else 0].to(acc).view(-1, 1, 1)
+        s = std[n if std.shape[0] > 1 else 0].to(acc).view(-1, 1, 1)
+        if yb <= ya or xb <= xa:  # nothing of the image in the crop
+            crop = torch.full((C, h, w), fill, dtype=acc, device=chw.device)
+        else:
+            crop = (chw[:, ya:yb, xa:xb].to(acc) * scale - m) / s
+            if (ya - y0, y0 + h - yb, xa - x0, x0 + w - xb) != (0, 0, 0, 0):
+                crop = torch.nn.functional.pad(crop, (xa - x0, x0 + w - xb, ya - y0, y0 + h - yb), value=fill)
+        if flips[n]:
+            crop = crop.flip(-1)
+        if channels > C:
+            crop = torch.cat([crop, crop.new_full((channels - C, h, w), fill)])
+        crops.append(crop)
+    if not crops:
+        device = images.device if isinstance(images, torch.Tensor) else None
+        return torch.empty((0, channels, h, w), dtype=dtype, device=device).contiguous(memory_format=memory_format)
+    return torch.stack(crops).to(dtype).contiguous(memory_format=memory_format)

@@ -1,0 +1,171 @@
+// crop_mirror_normalize on the CPU: one pass over the output batch. Work is split into output rows (sample,
+// channel, crop row) with at::parallel_for above a grain of ~32K elements; each row is a fill, a run of image
+// pixels and a fill, and the run is one of normalize's multiply-add loops (forward, reversed for a mirrored
+// crop, or strided for HWC images) compiled for AVX2+FMA and baseline x86-64. The coefficients
+// a = scale / std and b = -mean / std are computed once per (sample, channel) with math.h.
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include "tensorops/cpu_isa.h"
+#include "tensorops/crop_mirror_normalize_host.h"
+#include "tensorops/math.h"
+
+namespace tensorops {
+namespace {
+
+// ---- inner loops, built for AVX2+FMA and for baseline x86-64 -------------------------------------------------
+TENSOROPS_BEGIN_AVX2
+namespace avx2 {
+constexpr bool kF16C = true;
+#include "normalize_loops.h"
+#include "crop_mirror_normalize_loops.h"
+}  // namespace avx2
+TENSOROPS_END_AVX2
+namespace base {
+constexpr bool kF16C = false;
+#include "normalize_loops.h"
+#include "crop_mirror_normalize_loops.h"
+}  // namespace base
+
+// Output elements per parallel task: thread wake-ups cost more than small work on a busy machine.
+constexpr int64_t kGrainElements = 32768;
+
+template <typename in_t, typename out_t, typename acc_t>
+void run_typed(cmn_host::Setup& s, acc_t scale, acc_t fill) {
+  const int64_t N = s.N, C = s.C, Cp = s.Cp, h = s.h, w = s.w;
+  // per (sample, channel): a, b, and whether they are finite (else the formula itself is evaluated)
+  std::vector<acc_t> A(N * C), B(N * C), M(N * C), S(N * C);
+  std::vector<char> finite(N * C);
+  const acc_t* mean = s.mean.const_data_ptr<acc_t>();
+  const acc_t* std = s.std.const_data_ptr<acc_t>();
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      const int64_t k = n * C + c;
+      M[k] = mean[n * s.mean_sn + c * s.mean_sc];
+      S[k] = std[n * s.std_sn + c * s.std_sc];
+      A[k] = math::normalize_coef_a(scale, S[k]);
+      B[k] = math::normalize_coef_b(M[k], S[k]);
+      finite[k] = math::normalize_coefs_finite(A[k], B[k]);
+    }
+  out_t* out = s.out.mutable_data_ptr<out_t>();
+  const int64_t os_n = s.out.stride(0), os_c = s.out.stride(1), os_h = s.out.stride(2), os_w = s.out.stride(3);
+  const out_t fill_out = math::cast_out<out_t>(fill);
+  // HWC images (channels interleaved, C of 2-4) into a channels-first output: one task row is a whole pixel row
+  // of one sample, read once and written to its C planes (normalize's deinterleave loops).
+  bool interleaved = os_w == 1 && C >= 2 && C <= 4;
+  for (int64_t n = 0; n < N && interleaved; ++n) interleaved = s.samples[n].sc == 1 && s.samples[n].sx == C;
+  for (int64_t k = 0; k < N * C && interleaved; ++k) interleaved = finite[k];
+  if (interleaved) {
+    const int64_t prow = N * h;
+    const int64_t pgrain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(1, w * Cp));
+    at::parallel_for(0, prow, pgrain, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const int64_t i = r % h, n = r / h;
+        const cmn::Sample& sm = s.samples[n];
+        out_t* y = out + n * os_n + i * os_h;
+        const int64_t yy = sm.y0 + i;
+        int64_t lo = 0, hi = 0;
+        if (yy >= 0 && yy < sm.H) cmn::inside_columns(sm, w, lo, hi);
+        for (int64_t c = 0; c < Cp; ++c) {
+          out_t* yc = y + c * os_c;
+          const bool real = c < C && hi > lo;
+          for (int64_t j = 0; j < (real ? lo : w); ++j) yc[j] = fill_out;
+          for (int64_t j = real ? hi : w; j < w; ++j) yc[j] = fill_out;
+        }
+        if (hi <= lo) continue;
+        const in_t* x = reinterpret_cast<const in_t*>(sm.src) + yy * sm.sy + cmn::source_x(sm, lo, w) * C;
+        const acc_t* a = A.data() + n * C;
+        const acc_t* b = B.data() + n * C;
+        const int64_t m = hi - lo;
+        out_t* y0 = y + lo;
+#define TENSOROPS_CMN_DEINTERLEAVE(KC)                                                                         \
+  (sm.mirror ? TENSOROPS_CPU_DISPATCH(affine_deinterleave_reversed<KC, in_t, out_t, acc_t>)(x, y0, os_c, m, a, b) \
+             : TENSOROPS_CPU_DISPATCH(affine_deinterleave<KC, in_t, out_t, acc_t>)(x, y0, os_c, m, a, b))
+        switch (C) {
+          case 2: TENSOROPS_CMN_DEINTERLEAVE(2); break;
+          case 3: TENSOROPS_CMN_DEINTERLEAVE(3); break;
+          default: TENSOROPS_CMN_DEINTERLEAVE(4); break;
+        }
+#undef TENSOROPS_CMN_DEINTERLEAVE
+      }
+    });
+    return;
+  }
+
+  const int64_t rows = N * Cp * h;
+  const int64_t grain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(1, w));
+  at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t i = r % h, c = (r / h) % Cp, n = r / (h * Cp);
+      const cmn::Sample& sm = s.samples[n];
+      out_t* y = out + n * os_n + c * os_c + i * os_h;
+      const int64_t yy = sm.y0 + i;
+      int64_t lo = 0, hi = 0;
+      if (c < C && yy >= 0 && yy < sm.H) cmn::inside_columns(sm, w, lo, hi);
+      for (int64_t j = 0; j < lo; ++j) y[j * os_w] = fill_out;
+      for (int64_t j = hi; j < w; ++j) y[j * os_w] = fill_out;
+      if (hi <= lo) continue;
+      const int64_t k = n * C + c;
+      const in_t* x = reinterpret_cast<const in_t*>(sm.src) + c * sm.sc + yy * sm.sy + cmn::source_x(sm, lo, w) * sm.sx;
+      const int64_t step = sm.mirror ? -sm.sx : sm.sx, m = hi - lo;
+      if (os_w != 1 || !finite[k]) {  // channels_last output, or a std too small for the coefficients
+        for (int64_t j = 0; j < m; ++j)
+          y[(lo + j) * os_w] = math::cast_out<out_t>(
+              cmn::value<acc_t>(true, static_cast<acc_t>(x[j * step]), scale, M[k], S[k], fill));
+      } else if (step == 1) {
+        TENSOROPS_CPU_DISPATCH(affine_contiguous<in_t, out_t, acc_t>)(x, y + lo, m, A[k], B[k]);
+      } else if (step == -1) {
+        TENSOROPS_CPU_DISPATCH(affine_reversed<in_t, out_t, acc_t>)(x, y + lo, m, A[k], B[k]);
+      } else {
+        TENSOROPS_CPU_DISPATCH(affine_step<in_t, out_t, acc_t>)(x, step, y + lo, m, A[k], B[k]);
+      }
+    }
+  });
+}
+
+void run(cmn_host::Setup& s, double scale, double fill) {
+  if (s.out.numel() == 0) return;
+  AT_DISPATCH_FLOATING_TYPES_AND3(at::kByte, at::kHalf, at::kBFloat16, s.in_dtype, "crop_mirror_normalize", [&] {
+    using in_t = scalar_t;
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, s.out.scalar_type(), "crop_mirror_normalize_out", [&] {
+      using out_t = scalar_t;
+      using acc_t = std::conditional_t<std::is_same_v<out_t, double>, double, float>;  // as s.acc
+      run_typed<in_t, out_t, acc_t>(s, static_cast<acc_t>(scale), static_cast<acc_t>(fill));
+    });
+  });
+}
+
+at::Tensor crop_mirror_normalize_cpu(const at::Tensor& images, const at::Tensor& mean, const at::Tensor& std,
+                                     const at::Tensor& top_left, const at::Tensor& mirror, at::IntArrayRef size,
+                                     int64_t dim, double scale, at::ScalarType dtype, at::MemoryFormat memory_format,
+                                     int64_t channels, double fill, bool pad) {
+  cmn_host::Setup s =
+      cmn_host::setup_batch(images, mean, std, top_left, mirror, size, dim, dtype, memory_format, channels, pad);
+  run(s, scale, fill);
+  return s.out;
+}
+
+at::Tensor crop_mirror_normalize_list_cpu(at::TensorList images, const at::Tensor& mean, const at::Tensor& std,
+                                          const at::Tensor& top_left, const at::Tensor& mirror, at::IntArrayRef size,
+                                          int64_t dim, double scale, at::ScalarType dtype,
+                                          at::MemoryFormat memory_format, int64_t channels, double fill, bool pad) {
+  cmn_host::Setup s =
+      cmn_host::setup_list(images, mean, std, top_left, mirror, size, dim, dtype, memory_format, channels, pad);
+  run(s, scale, fill);
+  return s.out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(tensorops, CPU, m) {
+  m.impl("crop_mirror_normalize", &crop_mirror_normalize_cpu);
+  m.impl("crop_mirror_normalize_list", &crop_mirror_normalize_list_cpu);
+}
+
+}  // namespace tensorops
