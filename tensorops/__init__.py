@@ -4,5 +4,9 @@ from tensorops.modules import Normalize
 from tensorops.normalize import normalize
 from tensorops.cat_split import cat, split
 from tensorops.clamp import clamp, clamp_
+from tensorops.stack_chunk import chunk, stack
 
-__all__ = ["__version__", "build_info", "is_compiled", "normalize", "Normalize", "clamp", "clamp_", "cat", "split"]
+__all__ = [
+    "__version__", "build_info", "is_compiled", "normalize", "Normalize", "clamp", "clamp_",
+    "cat", "split", "stack", "chunk",
+]
