@@ -3,10 +3,10 @@ from tensorops._extension import __version__, build_info, is_compiled
 from tensorops.modules import Normalize
 from tensorops.normalize import normalize
 from tensorops.cat_split import cat, split
-from tensorops.clamp import clamp, clamp_
+from tensorops.foreach import clamp, clamp_, clip_grad_value_  # tensorops.clamp's, also taking lists of tensors
 from tensorops.stack_chunk import chunk, stack
 
 __all__ = [
-    "__version__", "build_info", "is_compiled", "normalize", "Normalize", "clamp", "clamp_",
+    "__version__", "build_info", "is_compiled", "normalize", "Normalize", "clamp", "clamp_", "clip_grad_value_",
     "cat", "split", "stack", "chunk",
 ]

@@ -109,3 +109,15 @@ def cat(tensors: Sequence[torch.Tensor], dim: int) -> torch.Tensor:
 def split(tensor: torch.Tensor, sizes: Sequence[int], dim: int) -> Tuple[torch.Tensor, ...]:
     """``torch.split`` with every piece a contiguous copy (``torch.split_with_sizes_copy``)."""
     return tuple(torch.split_with_sizes_copy(tensor, list(sizes), dim))
+
+
+# ---- many-tensor clamp -----------------------------------------------------------------------------------------
+def clamp_list(tensors: Sequence[torch.Tensor], min: Bound = None, max: Bound = None) -> list:
+    """``[torch.clamp(t, min, max) for t in tensors]``: the fallback of ``tensorops.clamp`` on a list."""
+    return [torch.clamp(t, min, max) for t in tensors]
+
+
+def clamp_list_(tensors: Sequence[torch.Tensor], min: Bound = None, max: Bound = None) -> None:
+    """``t.clamp_(min, max)`` for every tensor: the fallback of ``tensorops.clamp_`` on a list."""
+    for t in tensors:
+        t.clamp_(min, max)
