@@ -337,12 +337,13 @@ def machine_info() -> Dict[str, Any]:
 
 
 def _families() -> Dict[str, Any]:
-    from benchmarks import cat_split, clamp, normalize
+    from benchmarks import cat_split, clamp, normalize, stack_chunk_foreach
 
-    return {"normalize": normalize, "clamp": clamp, "cat": cat_split, "split": cat_split}
+    return {"normalize": normalize, "clamp": clamp, "cat": cat_split, "split": cat_split,
+            "stack": stack_chunk_foreach, "chunk": stack_chunk_foreach, "clip_grad_value": stack_chunk_foreach}
 
 
-OPS = ("normalize", "clamp", "cat", "split")
+OPS = ("normalize", "clamp", "cat", "split", "stack", "chunk", "clip_grad_value")
 
 
 def collect_cases(

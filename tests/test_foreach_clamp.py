@@ -276,3 +276,15 @@ def test_clip_grad_value_half_cuda():
     torch.nn.utils.clip_grad_value_(m2.parameters(), 0.05)
     for p, q in zip(m.parameters(), m2.parameters()):
         torch.testing.assert_close(p.grad, q.grad, rtol=0, atol=0)
+
+
+def test_benchmark_resnet18_shapes_are_torchvisions():
+    torchvision = pytest.importorskip("torchvision", reason="torchvision is not installed")
+    import sys
+    from pathlib import Path
+
+    sys.path.append(str(Path(__file__).resolve().parent.parent))
+    from benchmarks.stack_chunk_foreach import RESNET18_SHAPES
+
+    shapes = [tuple(p.shape) for p in torchvision.models.resnet18().parameters()]
+    assert RESNET18_SHAPES == shapes and len(shapes) == 62
