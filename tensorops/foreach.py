@@ -102,6 +102,13 @@ def clamp_list_(tensors: TensorList, min: Bound = None, max: Bound = None) -> Li
     min, max, numbers = _number_bounds(fn, min, max)
     if not tensors:
         return tensors
+    if type(min) is float or type(max) is float:  # torch's in-place rule and text, naming the tensor
+        for i, t in enumerate(tensors):
+            if not t.is_floating_point():
+                try:
+                    torch.empty(0, dtype=t.dtype).clamp_(min, max)
+                except RuntimeError as exc:
+                    raise RuntimeError(f"{fn}: min/max: input[{i}]: {exc}") from None
     grad = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
     if not numbers or grad:  # autograd records each in-place update (and raises for leaves), as torch
         for t in tensors:
