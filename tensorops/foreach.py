@@ -9,7 +9,7 @@ each tensor. A single tensor goes to :func:`tensorops.clamp.clamp` unchanged.
 """
 from __future__ import annotations
 
-from typing import Iterable, List, Optional, Sequence, Union
+from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -24,15 +24,46 @@ TensorList = Union[List[torch.Tensor], Sequence[torch.Tensor]]
 
 
 # ---- argument handling ------------------------------------------------------------------------------------------
-def _tensor_list(fn: str, tensors: Sequence[object]) -> List[torch.Tensor]:
+class _Scan(NamedTuple):
+    tensors: List[torch.Tensor]
+    groups: List[Tuple[torch.device, Optional[List[int]]]]  # (device, indices); None: the whole list
+    requires_grad: bool  # some tensor requires grad
+    integral: bool  # some tensor is not floating point
+    quantized: bool  # some tensor is quantized (native torch only)
+
+
+def _scan(fn: str, tensors: Sequence[object]) -> _Scan:
+    """One pass over the list (a few attribute reads per tensor): checks every element and groups by device."""
+    tensors = list(tensors)
+    first = None
+    mixed = grad = integral = quantized = False
     for i, t in enumerate(tensors):
         if not isinstance(t, torch.Tensor):
             raise TypeError(
                 f"{fn}: input must be a tensor or a list of tensors, but input[{i}] is a {type(t).__name__}"
             )
-        if t.is_complex():
-            raise NotImplementedError(f"{fn}: input[{i}] is {t.dtype}; clamp is not supported for complex types")
-    return list(tensors)
+        if not t.is_floating_point():
+            integral = True
+            if t.is_complex():
+                raise NotImplementedError(f"{fn}: input[{i}] is {t.dtype}; clamp is not supported for complex types")
+            quantized = quantized or t.is_quantized
+        if t.requires_grad:
+            grad = True
+        d = t.device
+        if first is None:
+            first = d
+        elif d != first:
+            mixed = True
+    if first is None:
+        groups = []
+    elif not mixed:
+        groups = [(first, None)]
+    else:
+        by: dict = {}
+        for i, t in enumerate(tensors):
+            by.setdefault(t.device, []).append(i)
+        groups = list(by.items())
+    return _Scan(tensors, groups, grad, integral, quantized)
 
 
 def _number_bounds(fn: str, min: object, max: object):
@@ -53,38 +84,29 @@ def _number_bounds(fn: str, min: object, max: object):
     return out[0], out[1], numbers
 
 
-def _by_device(tensors: List[torch.Tensor]):
-    """[(device, indices)] in order of first appearance; one entry when every tensor is on one device."""
-    first = tensors[0].device
-    if all(t.device == first for t in tensors):
-        return [(first, None)]
-    groups: dict = {}
-    for i, t in enumerate(tensors):
-        groups.setdefault(t.device, []).append(i)
-    return list(groups.items())
-
-
-def _fallback_ok(t: torch.Tensor) -> bool:
-    return t.is_quantized or not _extension.kernels_for(t.device)
-
-
 # ---- the list forms ---------------------------------------------------------------------------------------------
+def _kernels(scan: _Scan, device: torch.device) -> bool:
+    return not scan.quantized and _extension.kernels_for(device)
+
+
 def clamp_list(tensors: TensorList, min: Bound = None, max: Bound = None) -> List[torch.Tensor]:
     """``[torch.clamp(t, min, max) for t in tensors]`` in one pass per device; see :func:`clamp`."""
     fn = "tensorops.clamp"
-    tensors = _tensor_list(fn, tensors)
+    scan = _scan(fn, tensors)
+    tensors = scan.tensors
     min, max, numbers = _number_bounds(fn, min, max)
     if not tensors:
         return []
     if not numbers:
         return [_clamp_tensor(t, min, max) for t in tensors]
+    grad = scan.requires_grad and (torch.is_grad_enabled() or torch.compiler.is_compiling())
     out: List[Optional[torch.Tensor]] = [None] * len(tensors)
-    for device, idx in _by_device(tensors):
+    for device, idx in scan.groups:
         group = tensors if idx is None else [tensors[i] for i in idx]
-        if any(_fallback_ok(t) for t in group):
+        if not _kernels(scan, device):
             res = reference.clamp_list(group, min, max)
-        elif _extension.autograd_not_needed(*group):
-            with _extension.below_autograd():
+        elif not grad and not torch.compiler.is_compiling():
+            with _extension.below_autograd():  # the Python autograd layer costs microseconds even unused
                 res = torch.ops.tensorops.foreach_clamp_scalar.default(group, min, max)
         else:
             res = torch.ops.tensorops.foreach_clamp_scalar.default(group, min, max)
@@ -98,25 +120,25 @@ def clamp_list(tensors: TensorList, min: Bound = None, max: Bound = None) -> Lis
 def clamp_list_(tensors: TensorList, min: Bound = None, max: Bound = None) -> List[torch.Tensor]:
     """In place: ``t.clamp_(min, max)`` for every tensor, one pass per device; returns ``tensors`` (as a list)."""
     fn = "tensorops.clamp_"
-    tensors = _tensor_list(fn, tensors)
+    scan = _scan(fn, tensors)
+    tensors = scan.tensors
     min, max, numbers = _number_bounds(fn, min, max)
     if not tensors:
         return tensors
-    if type(min) is float or type(max) is float:  # torch's in-place rule and text, naming the tensor
+    if scan.integral and (type(min) is float or type(max) is float):  # torch's rule and text, naming the tensor
         for i, t in enumerate(tensors):
             if not t.is_floating_point():
                 try:
                     torch.empty(0, dtype=t.dtype).clamp_(min, max)
                 except RuntimeError as exc:
                     raise RuntimeError(f"{fn}: min/max: input[{i}]: {exc}") from None
-    grad = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
-    if not numbers or grad:  # autograd records each in-place update (and raises for leaves), as torch
-        for t in tensors:
+    if not numbers or (scan.requires_grad and torch.is_grad_enabled()):
+        for t in tensors:  # autograd records each in-place update (and raises for leaves), as torch
             _clamp_tensor_(t, min, max)
         return tensors
-    for device, idx in _by_device(tensors):
+    for device, idx in scan.groups:
         group = tensors if idx is None else [tensors[i] for i in idx]
-        if any(_fallback_ok(t) for t in group):
+        if not _kernels(scan, device):
             reference.clamp_list_(group, min, max)
         else:
             torch.ops.tensorops.foreach_clamp_scalar_.default(group, min, max)
