@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
+import torch.autograd.forward_ad as _fwAD
 
 from tensorops import _extension, reference
 from tensorops.clamp import Bound, _check_bound
@@ -86,6 +87,10 @@ def _number_bounds(fn: str, min: object, max: object):
 
 # ---- the list forms ---------------------------------------------------------------------------------------------
 def _kernels(scan: _Scan, device: torch.device) -> bool:
+    """Whether the list op may run: compiled kernels for ``device``, and no forward AD or torch.func transform
+    (the op has no jvp or batching rule yet: there torch's clamp, which has both, runs tensor by tensor)."""
+    if _fwAD._current_level >= 0 or torch._C._are_functorch_transforms_active():
+        return False
     return not scan.quantized and _extension.kernels_for(device)
 
 

@@ -288,3 +288,15 @@ def test_benchmark_resnet18_shapes_are_torchvisions():
 
     shapes = [tuple(p.shape) for p in torchvision.models.resnet18().parameters()]
     assert RESNET18_SHAPES == shapes and len(shapes) == 62
+
+
+def test_forward_ad_and_vmap_match_torch(device):
+    xs = [make((3, 4), torch.float64, device, i) for i in range(2)]
+    ts = [make((3, 4), torch.float64, device, 10 + i) for i in range(2)]
+    out, tangent = torch.func.jvp(lambda a, b: tuple(tensorops.clamp([a, b], -0.5, 0.5)), tuple(xs), tuple(ts))
+    ref, ref_t = torch.func.jvp(lambda a, b: (torch.clamp(a, -0.5, 0.5), torch.clamp(b, -0.5, 0.5)), tuple(xs), tuple(ts))
+    for o, r in zip(out + tangent, ref + ref_t):
+        torch.testing.assert_close(o, r)
+    batched = torch.func.vmap(lambda a, b: tuple(tensorops.clamp([a, b], max=0.0)))(*xs)
+    for o, x in zip(batched, xs):
+        torch.testing.assert_close(o, x.clamp(max=0.0))
