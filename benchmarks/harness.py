@@ -337,13 +337,14 @@ def machine_info() -> Dict[str, Any]:
 
 
 def _families() -> Dict[str, Any]:
-    from benchmarks import cat_split, clamp, crop_mirror_normalize, normalize
+    from benchmarks import cat_split, clamp, crop_mirror_normalize, normalize, stack_chunk_foreach
 
     return {"normalize": normalize, "clamp": clamp, "cat": cat_split, "split": cat_split,
-            "crop_mirror_normalize": crop_mirror_normalize}
+            "crop_mirror_normalize": crop_mirror_normalize,
+            "stack": stack_chunk_foreach, "chunk": stack_chunk_foreach, "clip_grad_value": stack_chunk_foreach}
 
 
-OPS = ("normalize", "clamp", "cat", "split", "crop_mirror_normalize")
+OPS = ("normalize", "clamp", "cat", "split", "crop_mirror_normalize", "stack", "chunk", "clip_grad_value")
 
 
 def collect_cases(

@@ -41,6 +41,12 @@ TORCH_LIBRARY(tensorops, m) {
       "-> (Tensor, Tensor, Tensor)");
   // Gradient of clamp_scalar with respect to input.
   m.def("clamp_scalar_backward(Tensor grad, Tensor input, Scalar? min, Scalar? max) -> Tensor");
+  // Many-tensor clamp (tensorops/foreach.py): torch.clamp(t, min, max) for every tensor of a list on one device
+  // (any sizes and dtypes), in one pass over all of them (one launch per dtype on CUDA), like
+  // torch._foreach_clamp_min_/max_ together. Dense tensors go through the kernel, any other (sliced views,
+  // bool, an int tensor with a float bound, a NaN bound) through torch's clamp, with its values and errors.
+  m.def("foreach_clamp_scalar(Tensor[] tensors, Scalar? min, Scalar? max) -> Tensor[]");
+  m.def("foreach_clamp_scalar_(Tensor(a!)[] tensors, Scalar? min, Scalar? max) -> ()");
 
   // ----- cat / split (tensorops/cat_split.py) ---------------------------------------------------------------
   // torch.cat: type promotion, negative dim, the legacy skip of 1-D (0,) inputs, channels_last output when

@@ -3,12 +3,15 @@ from tensorops._extension import __version__, build_info, is_compiled
 from tensorops.modules import Normalize
 from tensorops.normalize import normalize
 from tensorops.cat_split import cat, split
-from tensorops.clamp import clamp, clamp_
+from tensorops.foreach import clamp, clamp_, clip_grad_value_  # tensorops.clamp's, also taking lists of tensors
+from tensorops.stack_chunk import chunk, stack
 from tensorops.crop_mirror_normalize import crop_mirror_normalize
 from tensorops import data
 
-__all__ = ["__version__", "build_info", "is_compiled", "normalize", "Normalize", "clamp", "clamp_", "cat", "split",
-           "crop_mirror_normalize", "data"]
+__all__ = [
+    "__version__", "build_info", "is_compiled", "normalize", "Normalize", "clamp", "clamp_", "clip_grad_value_",
+    "cat", "split", "stack", "chunk", "crop_mirror_normalize", "data",
+]
 
 
 def __getattr__(name: str):

@@ -164,3 +164,15 @@ def crop_mirror_normalize(
         device = images.device if isinstance(images, torch.Tensor) else None
         return torch.empty((0, channels, h, w), dtype=dtype, device=device).contiguous(memory_format=memory_format)
     return torch.stack(crops).to(dtype).contiguous(memory_format=memory_format)
+
+
+# ---- many-tensor clamp -----------------------------------------------------------------------------------------
+def clamp_list(tensors: Sequence[torch.Tensor], min: Bound = None, max: Bound = None) -> list:
+    """``[torch.clamp(t, min, max) for t in tensors]``: the fallback of ``tensorops.clamp`` on a list."""
+    return [torch.clamp(t, min, max) for t in tensors]
+
+
+def clamp_list_(tensors: Sequence[torch.Tensor], min: Bound = None, max: Bound = None) -> None:
+    """``t.clamp_(min, max)`` for every tensor: the fallback of ``tensorops.clamp_`` on a list."""
+    for t in tensors:
+        t.clamp_(min, max)

@@ -157,6 +157,12 @@ CATALOGUE = [
     Row("clamp_/float-bound-on-int-input", "clamp_", lambda: ((torch.arange(6).view(2, 3),), {"min": 0.5}), (TypeError, RT), ARG_MIN),
     Row("clamp_/overlapping-input", "clamp_", lambda: ((torch.zeros(1, 3).expand(2, 3),), {"min": 0.5}), (ValueError, RT), ARG_INPUT),
     Row("clamp_/max-on-cuda-input-on-cpu", "clamp_", lambda: ((_f(2, 3),), {"max": torch.zeros(3, device="cuda")}), (ValueError, RT), ARG_MAX, gpu=True),
+    # ---- clamp / clamp_ on a list of tensors (tensorops/foreach.py) ------------------------------------------
+    Row("clamp/list-None-element", "clamp", lambda: (([_f(2), None],), {"min": 0.0}), TypeError, ARG_INPUT),
+    Row("clamp/list-complex-element", "clamp", lambda: (([_f(2), torch.ones(2, dtype=torch.complex64)],), {"min": 0.0}), (TypeError, RT), ARG_INPUT),
+    Row("clamp/list-min-str", "clamp", lambda: (([_f(2)],), {"min": "0"}), TypeError, ARG_MIN),
+    Row("clamp_/list-no-bounds", "clamp_", lambda: (([_f(2)],), {}), (ValueError, RT), r"\bmin\b.*\bmax\b|\bmax\b.*\bmin\b"),
+    Row("clamp_/list-float-bound-on-int", "clamp_", lambda: (([torch.arange(3)],), {"min": 0.5}), (TypeError, RT), r"Float|Long|cast"),
     # ---- cat ------------------------------------------------------------------------------------------------
     Row("cat/empty-list", "cat", a([]), (ValueError, RT), ARG_TENSORS),
     Row("cat/empty-tuple", "cat", a(()), (ValueError, RT), ARG_TENSORS),

@@ -1,0 +1,101 @@
+// The many-tensor clamp on the CPU: one at::parallel_for over the elements of every tensor in the list together
+// (grain kCpuGrain, so a list of small tensors runs on the calling thread), not one task per tensor. A task finds
+// its first tensor by binary search over the prefix counts and walks the list from there, one contiguous run per
+// tensor, with clamp's own inner loops (clamp_loops.h: math.h's value rules, AVX2 and baseline builds).
+#pragma GCC optimize("no-trapping-math")  // as clamp.cpp: lets GCC turn the selects into vector blends
+
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include "tensorops/cat_split.h"
+#include "tensorops/cpu_isa.h"
+#include "tensorops/cpu_loop.h"
+#include "tensorops/foreach_clamp_host.h"
+#include "tensorops/math.h"
+
+namespace tensorops {
+namespace {
+
+using clamp_host::Acc;
+using foreach_clamp_host::from_bits;
+using foreach_clamp_host::Item;
+
+TENSOROPS_BEGIN_AVX2
+namespace avx2 {
+#include "clamp_loops.h"
+}  // namespace avx2
+TENSOROPS_END_AVX2
+namespace base {
+#include "clamp_loops.h"
+}  // namespace base
+
+// y[0:n] = clamp(x[0:n]) with number bounds in scalar_t (not NaN: the host sent NaN bounds to torch).
+template <typename scalar_t, bool HasLo, bool HasHi>
+void clamp_run(const scalar_t* x, scalar_t* y, int64_t n, scalar_t lo, scalar_t hi) {
+  if constexpr (std::is_same_v<scalar_t, c10::Half> || std::is_same_v<scalar_t, c10::BFloat16>) {
+    constexpr uint16_t kInf = std::is_same_v<scalar_t, c10::Half> ? 0x7C00 : 0x7F80;
+    TENSOROPS_CPU_DISPATCH(clamp_run_const_bits16<kInf, HasLo, HasHi>)(
+        reinterpret_cast<const uint16_t*>(x), reinterpret_cast<uint16_t*>(y), n, lo.x, hi.x);
+  } else {
+    using acc_t = typename Acc<scalar_t>::type;
+    TENSOROPS_CPU_DISPATCH(clamp_run_const<scalar_t, acc_t, HasLo, HasHi>)(x, y, n, static_cast<acc_t>(lo),
+                                                                          static_cast<acc_t>(hi));
+  }
+}
+
+template <typename scalar_t>
+void clamp_item(const Item& it, int64_t offset, int64_t n, bool has_lo, bool has_hi) {
+  const scalar_t* x = static_cast<const scalar_t*>(it.x) + offset;
+  scalar_t* y = static_cast<scalar_t*>(it.y) + offset;
+  const scalar_t lo = from_bits<scalar_t>(it.lo), hi = from_bits<scalar_t>(it.hi);
+  if (has_lo && has_hi)
+    clamp_run<scalar_t, true, true>(x, y, n, lo, hi);
+  else if (has_lo)
+    clamp_run<scalar_t, true, false>(x, y, n, lo, hi);
+  else
+    clamp_run<scalar_t, false, true>(x, y, n, lo, hi);
+}
+
+void run_items(const std::vector<Item>& items, bool has_lo, bool has_hi) {
+  if (items.empty()) return;
+  const int64_t n = static_cast<int64_t>(items.size());
+  std::vector<int64_t> start(static_cast<size_t>(n) + 1, 0);
+  for (int64_t s = 0; s < n; ++s) start[s + 1] = start[s] + items[s].numel;
+  at::parallel_for(0, start[n], kCpuGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t s = cat_split::find_segment(start.data(), n, begin), q = begin; q < end; ++s) {
+      const Item& it = items[s];
+      const int64_t offset = q - start[s];
+      const int64_t count = std::min(start[s + 1], end) - q;
+      AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, it.dtype, "tensorops_foreach_clamp_cpu",
+                                 [&] { clamp_item<scalar_t>(it, offset, count, has_lo, has_hi); });
+      q += count;
+    }
+  });
+}
+
+std::vector<at::Tensor> foreach_clamp_scalar_cpu(at::TensorList tensors, const std::optional<at::Scalar>& min,
+                                                 const std::optional<at::Scalar>& max) {
+  foreach_clamp_host::Prepared p = foreach_clamp_host::prepare(tensors, /*inplace=*/false, min, max);
+  run_items(p.items, p.has_min, p.has_max);
+  return p.outs;
+}
+
+void foreach_clamp_scalar_inplace_cpu(at::TensorList tensors, const std::optional<at::Scalar>& min,
+                                      const std::optional<at::Scalar>& max) {
+  foreach_clamp_host::Prepared p = foreach_clamp_host::prepare(tensors, /*inplace=*/true, min, max);
+  run_items(p.items, p.has_min, p.has_max);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(tensorops, CPU, m) {
+  m.impl("foreach_clamp_scalar", &foreach_clamp_scalar_cpu);
+  m.impl("foreach_clamp_scalar_", &foreach_clamp_scalar_inplace_cpu);
+}
+
+}  // namespace tensorops
