@@ -1,5 +1,5 @@
-// cat and split on the CPU: one at::parallel_for over the bytes of the wide tensor (cat's output, split's
-// input) in large chunks, not one task per tensor. Each chunk finds its first piece with the binary search of
+// cat and split on the CPU: one pass over the bytes of the wide tensor (cat's output, split's input), split
+// in large chunks over the threads tensorops/parallel.h grants, not one task per tensor. Each chunk finds its first piece with the binary search of
 // cat_split.h and then walks the piece table, one memcpy per contiguous run (a piece's row). Many small
 // tensors cost one table entry and one memcpy each.
 //
@@ -22,6 +22,7 @@
 
 #include "tensorops/cat_split.h"
 #include "tensorops/cat_split_host.h"
+#include "tensorops/parallel.h"
 
 namespace tensorops {
 namespace {
@@ -30,13 +31,10 @@ using namespace cat_split_host;
 using cat_split::Location;
 using cat_split::SegmentTable;
 
-// Bytes per task: enough to amortize waking a thread, small enough to spread a few MB over the cores.
-constexpr int64_t kCopyGrain = int64_t{1} << 18;
-
 void copy_table_cpu(const SegmentTable& t) {
   const int64_t total = t.rows * t.row_bytes;
   if (total == 0 || t.n == 0) return;
-  at::parallel_for(0, total, kCopyGrain, [&](int64_t begin, int64_t end) {
+  parallel_for_bytes(0, total, 2 * total, [&](int64_t begin, int64_t end) {
     Location l = cat_split::locate(t, begin);
     int64_t q = begin;
     for (;;) {
