@@ -15,6 +15,8 @@ __all__ = ["normalize"]
 Stat = Union[float, Sequence[float], torch.Tensor]
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _FORMATS = (torch.preserve_format, torch.contiguous_format, torch.channels_last, torch.channels_last_3d)
+# The lean C++ entry for plain tensors with numbers as statistics (None: not handled there; see py_entry.cpp)
+_FAST_NORMALIZE = getattr(_extension._C, "normalize_fast", None)
 
 
 def _check_input(input: torch.Tensor) -> None:
@@ -197,6 +199,10 @@ def normalize(
         >>> y.dtype, y.shape
         (torch.float32, torch.Size([8, 3, 224, 224]))
     """
+    if _FAST_NORMALIZE is not None and not torch.compiler.is_compiling():
+        out = _FAST_NORMALIZE(input, mean, std, dim, dtype, scale, memory_format)
+        if out is not None:
+            return out
     _check_input(input)
     ndim = input.dim()
     if isinstance(dim, bool) or not isinstance(dim, int):

@@ -19,7 +19,9 @@
 //    when its estimated single-thread time (bytes / kSerialBytesPerNs, the measured single-thread rate) is at
 //    least kWaitFactor times the recent wait. After a region with a long wait, passes run on the caller's
 //    thread; a pass still goes parallel now and then (probe, at most once per kProbeMinGapNs, backing off to
-//    kProbeMaxGapNs while the waits stay long) to notice that the machine is quiet again.
+//    kProbeMaxGapNs while the waits stay long) to notice that the machine is quiet again: each short wait
+//    divides the estimate by 4, a long one sets it again, so a loaded machine's occasional lucky probe (a
+//    worker thread still spinning from the last region) does not bring threads back for good.
 //
 // With one intra-op thread (torch.set_num_threads(1), which DataLoader workers set) or inside another
 // parallel region nothing is parallel and no thread is woken. Work that runs on one thread gets one slot
@@ -40,8 +42,8 @@ constexpr int64_t kParallelMinBytes = int64_t{1} << 20;
 constexpr int64_t kSerialBytesPerNs = 16;
 // A pass goes parallel when its single-thread time is at least this many times the recent wait.
 constexpr int64_t kWaitFactor = 4;
-constexpr int64_t kProbeMinGapNs = 20'000'000;    // 20 ms
-constexpr int64_t kProbeMaxGapNs = 1'000'000'000;  // 1 s
+constexpr int64_t kProbeMinGapNs = 100'000'000;   // 100 ms
+constexpr int64_t kProbeMaxGapNs = 2'000'000'000;  // 2 s
 
 namespace parallel_detail {
 struct State {
@@ -57,12 +59,21 @@ inline int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
+// A wait longer than this counts against threads; shorter ones count for them.
+constexpr int64_t kQuietWaitNs = 200'000;
 inline void record_wait(int64_t waited) {
   State& s = state();
   const int64_t old = s.wait_ns.load(std::memory_order_relaxed);
-  // a long wait counts at once; short ones bring the estimate down by halves
-  s.wait_ns.store(waited > old ? waited : (old + waited) / 2, std::memory_order_relaxed);
-  if (waited * kWaitFactor < kProbeMinGapNs) s.probe_gap_ns.store(kProbeMinGapNs, std::memory_order_relaxed);
+  const int64_t gap = s.probe_gap_ns.load(std::memory_order_relaxed);
+  if (waited > kQuietWaitNs) {  // counts at once, and the next probe comes later
+    s.wait_ns.store(waited > old ? waited : old, std::memory_order_relaxed);
+    s.probe_gap_ns.store(gap * 2 < kProbeMaxGapNs ? gap * 2 : kProbeMaxGapNs, std::memory_order_relaxed);
+    return;
+  }
+  // a short wait brings the estimate down by a factor 4: a few short probes in a row bring threads back
+  const int64_t now = old / 4 > waited ? old / 4 : waited;
+  s.wait_ns.store(now, std::memory_order_relaxed);
+  if (now <= kQuietWaitNs) s.probe_gap_ns.store(kProbeMinGapNs, std::memory_order_relaxed);
 }
 }  // namespace parallel_detail
 
@@ -80,7 +91,6 @@ inline int threads_for(int64_t bytes) {
   if (t < next) return 1;
   const int64_t gap = s.probe_gap_ns.load(std::memory_order_relaxed);
   if (!s.next_probe_ns.compare_exchange_strong(next, t + gap, std::memory_order_relaxed)) return 1;
-  s.probe_gap_ns.store(gap * 2 < kProbeMaxGapNs ? gap * 2 : kProbeMaxGapNs, std::memory_order_relaxed);
   return n;
 }
 
