@@ -549,6 +549,9 @@ def run(
             result["meta"]["plot_error"] = _short_error(exc)
             say(f"warning: could not write the plot: {_short_error(exc)}")
         write_json(result, stem + ".json")
+        with open(stem + ".md", "w", encoding="utf-8") as f:
+            f.write(f"<!-- {format_table(result).splitlines()[0]} -->\n" + markdown_table(result) + "\n")
+        result["files"]["md"] = stem + ".md"
     return result
 
 
@@ -679,6 +682,23 @@ def format_table(result: Dict[str, Any]) -> str:
     lines += [line(b) for b in body]
     for s in result.get("skipped", []):
         lines.append(f"skipped on {s['device']}: {s['reason']}")
+    return "\n".join(lines)
+
+
+def markdown_table(result: Dict[str, Any]) -> str:
+    """The rows as the README's markdown table (ratios with their min-max over rounds where that is wide)."""
+    lines = [
+        "| op | shape | dtype | layout | eager | torch.compile | tensorops | vs eager | vs compile | % of copy |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in result["rows"]:
+        lines.append(
+            f"| {r['op']} | {r['shape']} | {r['dtype']} | {r['layout']} | {fmt_time(r['eager_s'])} | "
+            f"{fmt_time(r['compile_s'])} | {fmt_time(r['tensorops_s'])} | "
+            f"{fmt_ratio(r['speedup_vs_eager'], r.get('speedup_vs_eager_spread'))} | "
+            f"{fmt_ratio(r['speedup_vs_compile'], r.get('speedup_vs_compile_spread'))} | "
+            f"{_fmt(r['pct_of_copy'], '.0f', '%')} |"
+        )
     return "\n".join(lines)
 
 

@@ -295,6 +295,8 @@ def test_json_records_the_load(tmp_path, all_families):
         assert meta["load"]["busy_processes"] == 1 and meta["load"]["limit_s"] == 120
         assert meta["load"]["still_running_at_end"] == 1  # the load ran for the whole timing
     assert "--load 1" in harness.format_table(result)
+    md = (tmp_path / "bench_cpu_smoke_load1.md").read_text()
+    assert "--load 1" in md and md.count("\n| cat |") == len(saved["rows"])
     row = saved["rows"][0]
     assert row["rounds"] == harness.ROUNDS["smoke"]
     assert set(row["spread_s"]) == {"eager", "tensorops"}

@@ -4,16 +4,21 @@
 // waits there until every woken thread has been scheduled and has finished its share. On an idle machine that
 // wait is a few microseconds; on a machine whose cores are busy (a training loop, DataLoader workers, other
 // jobs) a woken thread waits for a core, and the caller waits with it: milliseconds, for any amount of work.
-// Measured on the 2-core build machine (AMD EPYC, 2 vCPUs, torch 2.14.1, 2 threads) by
-// `python -m benchmarks.parallel_policy` (results in benchmarks/results/parallel_policy*.json): a 38 MB
-// memory-bound pass (clamp of a (32, 3, 224, 224) float32 batch) took MEASURED_LOADED_2T with 2 threads and
-// MEASURED_LOADED_1T on one thread while two busy processes ran, and MEASURED_QUIET_2T vs MEASURED_QUIET_1T on
-// the quiet machine. No fixed amount of work is right for both, so the policy has two parts:
+// Measured on the 2-core build machine (AMD EPYC, 2 vCPUs, torch 2.14.1, torch's default 2 threads) with
+// `python -m benchmarks.parallel_policy --load 2` (benchmarks/results/parallel_policy_load2.json; the
+// machine's own load average was 5-9 from other jobs on top): a memory-bound pass (torch.clamp, reading and
+// writing each byte once) of 0.5 to 64 MB took 7-64 ms with 2 threads and 0.09-2.3 ms on one thread; a clamp
+// of a (32, 3, 224, 224) float32 batch took 12 ms vs 1.7 ms with two compilers running. Quiet, the same clamp
+// takes 0.7 ms on 2 threads (README table). No fixed amount of work is right for both, so the policy has two
+// parts:
 //
 // 1. kParallelMinBytes: below this many bytes of memory traffic (reads + writes) nothing is parallel, ever.
-//    It is the smallest pass that two threads ran faster than one on the quiet machine (by 10% or more),
-//    over a sweep of sizes (the `min_bytes` measurement). Like ATen's at::internal::GRAIN_SIZE (32768
-//    elements), but in bytes, so that it means the same for uint8 and float64.
+//    Below torch's own grain (at::internal::GRAIN_SIZE, 32768 elements: 256 KB of float32 traffic) threads
+//    never paid in the sweep. 1 MB takes ~60 us on one thread at the rate below, so halving it saves several
+//    times the few-us wait of a quiet machine's region. The machine was never quiet while this was written
+//    (other sessions' builds), so this bound is not yet confirmed by the quiet sweep of parallel_policy.py
+//    (2 threads vs 1 from 64 KB to 64 MB; the smallest size from which threads win by 10% or more), which
+//    re-measures it. In bytes, not elements, so that it means the same for uint8 and float64.
 // 2. Above it, threads are used only while they have recently paid off: each parallel region measures how
 //    long the caller waited at its end for the other threads (the price above), and a pass goes parallel only
 //    when its estimated single-thread time (bytes / kSerialBytesPerNs, the measured single-thread rate) is at
@@ -35,10 +40,10 @@
 
 namespace tensorops {
 
-// (1) see above. Measured: MEASURED_MIN_BYTES.
+// (1) see above.
 constexpr int64_t kParallelMinBytes = int64_t{1} << 20;
-// Single-thread memory traffic rate of a simple pass on a quiet machine, bytes per ns (measured: 1 thread
-// clamp of 19 MB in / 19 MB out).
+// Single-thread memory traffic rate of a simple pass, bytes per ns: parallel_policy.py measured 8 and 30
+// (64 MB on one thread, two loaded runs); the middle, so the estimate errs neither way by more than 2x.
 constexpr int64_t kSerialBytesPerNs = 16;
 // A pass goes parallel when its single-thread time is at least this many times the recent wait.
 constexpr int64_t kWaitFactor = 4;
