@@ -1,4 +1,5 @@
-"""Entry point: ``python -m benchmarks [--quick] [--device cpu|cuda|all] [--ops normalize,clamp,cat,split] [--out DIR]``."""
+"""Entry point: ``python -m benchmarks [--quick] [--device cpu|cuda|all] [--ops normalize,clamp,cat,split] [--load N]
+[--out DIR]``."""
 from __future__ import annotations
 
 import argparse
@@ -31,6 +32,12 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    help="torch intra-op threads for the run (default: torch's choice). On a machine other jobs "
                    "are loading, --threads 1 avoids OpenMP threads waiting for a descheduled peer (that costs "
                    "milliseconds per parallel op)")
+    p.add_argument("--load", type=int, default=0, metavar="N",
+                   help="run N busy background processes while timing (a machine kept busy by a training loop or "
+                   "DataLoader workers); they stop when the run ends, or after --load-limit seconds even if this "
+                   "process is killed. The JSON records the load (meta.load) and gets a _loadN suffix")
+    p.add_argument("--load-limit", type=float, default=None, metavar="S",
+                   help="seconds after which the --load processes stop whatever happens (default 3600)")
     p.add_argument("--min-run-time", type=float, default=None,
                    help="seconds each statement is timed for (default depends on the grid)")
     args = p.parse_args(argv)
@@ -41,6 +48,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         p.error(f"--ops: unknown {bad}; choose from {','.join(OPS)}")
     if args.threads is not None and args.threads < 1:
         p.error("--threads must be >= 1")
+    if args.load < 0:
+        p.error("--load must be >= 0")
+    if args.load_limit is not None and not args.load_limit > 0:
+        p.error("--load-limit must be > 0")
     args.ops = list(dict.fromkeys(ops))
     return args
 
@@ -64,6 +75,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     result = harness.run(
         devices=devices, grid=grid, ops=args.ops, out_dir=args.out, do_compile=not args.no_compile,
         progress=not args.no_progress, min_run_time=args.min_run_time, threads=args.threads,
+        load=args.load, load_limit_s=args.load_limit,
     )
     print(harness.format_table(result))
     for kind, path in result["files"].items():

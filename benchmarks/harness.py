@@ -35,6 +35,8 @@ MIN_RUN_TIME = {"smoke": 0.002, "quick": 0.04, "full": 0.1}
 # (each statement gets at most MAX_STMT_S seconds for that).
 MIN_SAMPLES = {"smoke": 1, "quick": 3, "full": 5}
 MAX_STMT_S = 2.0
+# Interleaved rounds per row (eager, compile and tensorops each timed once per round), per grid.
+ROUNDS = {"smoke": 2, "quick": 7, "full": 9}
 # A safety net so --quick keeps its time limit on a slow machine: once this many seconds went into
 # torch.compile (cold caches), the remaining rows of the run skip their compiled column, and say so.
 COMPILE_BUDGET_S = {"smoke": 60.0, "quick": 60.0, "full": 300.0}
@@ -48,6 +50,7 @@ ROW_KEYS = (
     "speedup_vs_eager", "speedup_vs_compile",
     "gbps", "copy_gbps", "pct_of_copy", "eager_pct_of_copy", "compile_pct_of_copy",
     "compile_error", "compile_warmup_s", "check", "notes",
+    "rounds", "spread_s", "speedup_vs_eager_spread", "speedup_vs_compile_spread",
 )
 
 
@@ -105,6 +108,46 @@ def measure(stmt: Callable[[], Any], min_run_time: float, min_samples: int = 1) 
         single = timer.timeit(1).mean  # also a warm-up
         min_run_time = max(min_run_time, min(min_samples * single * 1.05, MAX_STMT_S))
     return float(timer.blocked_autorange(min_run_time=min_run_time).median)
+
+
+def _quantile(xs: Sequence[float], q: float) -> float:
+    s = sorted(xs)
+    pos = q * (len(s) - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def measure_interleaved(stmts: Dict[str, Callable[[], Any]], min_run_time: float, rounds: int) -> Dict[str, List[float]]:
+    """Seconds per call of each statement in ``rounds`` blocks, the statements' blocks interleaved (round r times
+    every statement once, in an order that alternates between rounds), so that a machine whose load changes
+    during the run slows every column alike and the per-round ratios pair like with like. Each statement runs
+    about ``min_run_time`` seconds in all (at least one call per block; at most MAX_STMT_S unless one call is
+    longer)."""
+    timers = {k: tbench.Timer(stmt="stmt()", globals={"stmt": s}, num_threads=torch.get_num_threads())
+              for k, s in stmts.items()}
+    number: Dict[str, int] = {}
+    for k, t in timers.items():
+        t.timeit(1)  # warm-up
+        single = t.timeit(1).mean
+        if single < 1e-4:  # one call of a tiny op is mostly timer overhead: estimate from a few hundred
+            single = t.timeit(200).mean
+        budget = min(max(min_run_time, rounds * single), MAX_STMT_S)
+        number[k] = max(1, int(budget / rounds / max(single, 1e-9)))
+    samples: Dict[str, List[float]] = {k: [] for k in stmts}
+    order = list(stmts)
+    for r in range(rounds):
+        for k in (order if r % 2 == 0 else order[::-1]):
+            samples[k].append(float(timers[k].timeit(number[k]).mean))
+    return samples
+
+
+def spread(xs: Optional[Sequence[float]]) -> Optional[Dict[str, float]]:
+    """min, quartiles, median and max of a list of samples (None for none)."""
+    if not xs:
+        return None
+    return {"min": min(xs), "q1": _quantile(xs, 0.25), "median": _quantile(xs, 0.5), "q3": _quantile(xs, 0.75),
+            "max": max(xs)}
 
 
 class CopyBaseline:
@@ -178,6 +221,7 @@ def run_case(
     do_compile: bool,
     compile_skip: str = "",
     min_samples: int = 1,
+    rounds: int = 5,
 ) -> Dict[str, Any]:
     """Time one case and return its row (a flat dict with ROW_KEYS)."""
     notes = [case.notes] if case.notes else []
@@ -201,17 +245,14 @@ def run_case(
             check = f"error: tensorops raised {_short_error(exc)}"
         else:
             check = check_same(expected, actual)
-    if expected is not None:
-        times["eager"] = measure(eager_stmt, min_run_time, min_samples)
-    if actual is not None:
-        times["tensorops"] = measure(tops_stmt, min_run_time, min_samples)
     del expected, actual
 
+    compiled_stmt = None
     if case.no_compile_reason:
         compile_error = f"not run: {case.no_compile_reason}"
     elif not do_compile:
         compile_error = f"not run: {compile_skip or 'disabled (--no-compile)'}"
-    elif times["eager"] is None:
+    elif check.startswith("error: native"):
         compile_error = "not run: the eager expression failed"
     elif grid not in case.compile_grids:
         compile_error = f"not run in the {grid} grid" + (" (the full grid times it)" if grid != "full" else "")
@@ -229,10 +270,26 @@ def run_case(
                 torch.cuda.synchronize(device)
         except Exception as exc:  # record, don't crash: the other columns are still worth having
             compile_error = _short_error(exc)
+            compiled_stmt = None
         compile_warmup = time.perf_counter() - t0
-        if compile_error is None:
-            times["compile"] = measure(compiled_stmt, min_run_time, min_samples)
-        compiled = compiled_stmt = None  # type: ignore[assignment]
+
+    # eager, compile and tensorops timed interleaved, round by round (see measure_interleaved)
+    stmts: Dict[str, Callable[[], Any]] = {}
+    if not check.startswith("error: native"):
+        stmts["eager"] = eager_stmt
+    if compiled_stmt is not None:
+        stmts["compile"] = compiled_stmt
+    if not check.startswith("error: tensorops") and not check.startswith("error: native"):
+        stmts["tensorops"] = tops_stmt
+    samples = measure_interleaved(stmts, min_run_time, rounds) if stmts else {}
+    for k, xs in samples.items():
+        times[k] = _quantile(xs, 0.5)
+    compiled = compiled_stmt = None  # type: ignore[assignment]
+
+    def paired(k: str) -> Optional[List[float]]:
+        if k not in samples or "tensorops" not in samples:
+            return None
+        return [a / b for a, b in zip(samples[k], samples["tensorops"]) if b > 0]
 
     extras = {name: measure(stmt, min_run_time, min_samples) for name, stmt in bench.extras.items()}
     del bench, eager_stmt, tops_stmt
@@ -259,6 +316,10 @@ def run_case(
         "extras_s": extras,
         "speedup_vs_eager": _ratio(times["eager"], t_ops),
         "speedup_vs_compile": _ratio(times["compile"], t_ops),
+        "rounds": len(samples.get("tensorops") or samples.get("eager") or []),
+        "spread_s": {k: spread(xs) for k, xs in samples.items()},
+        "speedup_vs_eager_spread": spread(paired("eager")),
+        "speedup_vs_compile_spread": spread(paired("compile")),
         "gbps": _ratio(case.nbytes / 1e9, t_ops),
         "copy_gbps": _ratio(case.nbytes / 1e9, copy_s),
         "pct_of_copy": None if t_ops is None else 100.0 * copy_s / t_ops,
@@ -387,12 +448,18 @@ def run(
     min_run_time: Optional[float] = None,
     say: Callable[[str], None] = print,
     threads: Optional[int] = None,
+    load: int = 0,
+    load_limit_s: Optional[float] = None,
 ) -> Dict[str, Any]:
     """Run the grid and return ``{"meta": ..., "rows": [...], "skipped": [...], "files": {...}}``.
 
     With ``out_dir`` the JSON and the PNG are written there (file names say the devices and the grid).
     ``threads`` sets torch's intra-op threads for the whole run (default: torch's choice, all cores).
+    ``load`` busy processes (benchmarks/load.py) run while the rows are timed and stop with the run, or after
+    ``load_limit_s`` seconds; ``meta["load"]`` records them.
     """
+    from benchmarks.load import DEFAULT_LIMIT_S, BusyLoad
+
     if threads is not None:
         torch.set_num_threads(threads)
     if grid not in GRIDS:
@@ -428,7 +495,9 @@ def run(
         progress = False
     if progress:
         bar = tqdm(total=len(plan), desc="benchmarks", unit="row", file=sys.stderr, dynamic_ncols=True)
+    busy = BusyLoad(load, DEFAULT_LIMIT_S if load_limit_s is None else load_limit_s)
     try:
+        busy.start()
         for dev, case in plan:
             if bar is not None:
                 bar.set_postfix_str(f"{dev.type} {case.op} {case.case} {case.dtype} {case.layout}", refresh=False)
@@ -436,7 +505,7 @@ def run(
             row = run_case(
                 case, dev, grid, copy, mrt, do_compile and not over,
                 compile_skip=f"compile budget of {budget:.0f} s for this grid spent" if over else "",
-                min_samples=MIN_SAMPLES[grid],
+                min_samples=MIN_SAMPLES[grid], rounds=ROUNDS[grid],
             )
             compile_spent += row["compile_warmup_s"] or 0.0
             rows.append(row)
@@ -445,7 +514,9 @@ def run(
                 torch.cuda.empty_cache()
             if bar is not None:
                 bar.update(1)
+        load_info = busy.describe()
     finally:
+        busy.stop()
         if bar is not None:
             bar.close()
         torch._dynamo.reset()
@@ -457,6 +528,10 @@ def run(
         "ops": list(ops),
         "min_run_time_s": mrt,
         "min_samples": MIN_SAMPLES[grid],
+        "rounds": ROUNDS[grid],
+        "timing": "eager, compile and tensorops interleaved: each row times every column once per round; times "
+                  "are medians over rounds, spreads are over rounds, ratio spreads pair each round's times",
+        "load": load_info,
         "compile": do_compile,
         "compile_seconds_total": compile_spent,
         "wall_s": time.perf_counter() - start,
@@ -466,7 +541,8 @@ def run(
     result: Dict[str, Any] = {"meta": meta, "rows": rows, "skipped": skipped, "files": {}}
     if out_dir is not None:
         os.makedirs(out_dir, exist_ok=True)
-        stem = os.path.join(out_dir, f"bench_{'_'.join(torch.device(d).type for d in devices)}_{grid}")
+        stem = os.path.join(out_dir, f"bench_{'_'.join(torch.device(d).type for d in devices)}_{grid}"
+                            + (f"_load{load}" if load else ""))
         result["files"] = {"json": stem + ".json", "png": stem + ".png"}
         try:
             plot(result, stem + ".png")
@@ -475,6 +551,9 @@ def run(
             result["meta"]["plot_error"] = _short_error(exc)
             say(f"warning: could not write the plot: {_short_error(exc)}")
         write_json(result, stem + ".json")
+        with open(stem + ".md", "w", encoding="utf-8") as f:
+            f.write(f"<!-- {format_table(result).splitlines()[0]} -->\n" + markdown_table(result) + "\n")
+        result["files"]["md"] = stem + ".md"
     return result
 
 
@@ -521,6 +600,19 @@ def _fmt(v: Optional[float], spec: str, suffix: str = "") -> str:
     return "-" if v is None else f"{v:{spec}}{suffix}"
 
 
+# A ratio whose rounds spread wider than this (max/min) is shown with its range, not as one number.
+WIDE_SPREAD = 1.25
+
+
+def fmt_ratio(v: Optional[float], sp: Optional[Dict[str, float]] = None) -> str:
+    """'3.15x', or '3.15x (1.9-4.2)' (min-max over the interleaved rounds) when the rounds disagree widely."""
+    if v is None:
+        return "-"
+    if sp and sp["min"] > 0 and sp["max"] / sp["min"] > WIDE_SPREAD:
+        return f"{v:.2f}x ({sp['min']:.2f}-{sp['max']:.2f})"
+    return f"{v:.2f}x"
+
+
 TABLE_COLUMNS = (
     "device", "op", "case", "shape", "dtype", "layout", "bytes", "eager", "compile", "tensorops",
     "vs eager", "vs compile", "GB/s", "% copy", "notes",
@@ -540,10 +632,20 @@ def table_rows(rows: Sequence[Dict[str, Any]]) -> List[List[str]]:
         out.append([
             r["device"], r["op"], r["case"], r["shape"], r["dtype"], r["layout"], fmt_bytes(r["bytes"]),
             fmt_time(r["eager_s"]), fmt_time(r["compile_s"]), fmt_time(r["tensorops_s"]),
-            _fmt(r["speedup_vs_eager"], ".2f", "x"), _fmt(r["speedup_vs_compile"], ".2f", "x"),
+            fmt_ratio(r["speedup_vs_eager"], r.get("speedup_vs_eager_spread")),
+            fmt_ratio(r["speedup_vs_compile"], r.get("speedup_vs_compile_spread")),
             _fmt(r["gbps"], ".1f"), _fmt(r["pct_of_copy"], ".0f", "%"), "; ".join(notes),
         ])
     return out
+
+
+def _load_text(load: Optional[Dict[str, Any]]) -> str:
+    if not load:
+        return "load not recorded"
+    n = load.get("busy_processes", 0)
+    avg = load.get("loadavg_1_5_15_at_start")
+    return (f"--load {n} ({n} busy processes)" if n else "no added load") + (
+        f", load average {avg[0]:.2f} at start" if avg else "")
 
 
 def format_table(result: Dict[str, Any]) -> str:
@@ -554,9 +656,10 @@ def format_table(result: Dict[str, Any]) -> str:
         f"tensorops {info.get('version')} (compiled={info.get('compiled')}, cuda kernels={info.get('cuda')}) | "
         f"torch {meta['torch']} | CPU: {meta['cpu_model']} x{meta['cpu_count']} ({meta['torch_threads']} threads)"
         + (f" | GPU: {meta['gpu_name']}" if meta.get("gpu_name") else "")
-        + f" | grid {meta['grid']} | {meta['wall_s']:.0f} s",
-        "times are medians; 'vs eager'/'vs compile' = their time / tensorops' time; '% copy' = a copy of the same "
-        "bytes' time / tensorops' time",
+        + f" | grid {meta['grid']} | {meta['wall_s']:.0f} s"
+        + f" | {_load_text(meta.get('load'))}",
+        "times are medians of interleaved rounds; 'vs eager'/'vs compile' = their time / tensorops' time (with the "
+        "min-max over rounds where it is wide); '% copy' = a copy of the same bytes' time / tensorops' time",
     ]
     if not info.get("compiled"):
         lines.append("WARNING: the tensorops extension is not compiled: its column is the native-torch fallback")
@@ -581,6 +684,23 @@ def format_table(result: Dict[str, Any]) -> str:
     lines += [line(b) for b in body]
     for s in result.get("skipped", []):
         lines.append(f"skipped on {s['device']}: {s['reason']}")
+    return "\n".join(lines)
+
+
+def markdown_table(result: Dict[str, Any]) -> str:
+    """The rows as the README's markdown table (ratios with their min-max over rounds where that is wide)."""
+    lines = [
+        "| op | shape | dtype | layout | eager | torch.compile | tensorops | vs eager | vs compile | % of copy |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in result["rows"]:
+        lines.append(
+            f"| {r['op']} | {r['shape']} | {r['dtype']} | {r['layout']} | {fmt_time(r['eager_s'])} | "
+            f"{fmt_time(r['compile_s'])} | {fmt_time(r['tensorops_s'])} | "
+            f"{fmt_ratio(r['speedup_vs_eager'], r.get('speedup_vs_eager_spread'))} | "
+            f"{fmt_ratio(r['speedup_vs_compile'], r.get('speedup_vs_compile_spread'))} | "
+            f"{_fmt(r['pct_of_copy'], '.0f', '%')} |"
+        )
     return "\n".join(lines)
 
 

@@ -73,10 +73,13 @@ TORCH_LIBRARY(tensorops, m) {
       "bool pad) -> Tensor");
 }
 
-// ----- cat / split fast eager entry points (csrc/cpu/cat_split.cpp) ----------------------------------------
+// ----- fast eager entry points (csrc/cpu/cat_split.cpp, csrc/cpu/py_entry.cpp) ----------------------------
 namespace tensorops {
 PyObject* cat_fast(PyObject*, PyObject*);
 PyObject* split_fast(PyObject*, PyObject*);
+PyObject* normalize_fast(PyObject*, PyObject*);  // csrc/cpu/py_entry.cpp
+PyObject* clamp_fast(PyObject*, PyObject*);
+PyObject* native_below(PyObject*, PyObject*);
 }  // namespace tensorops
 
 // ----- build information ----------------------------------------------------------------------------------
@@ -98,6 +101,14 @@ PyMethodDef methods[] = {
      "cat_fast(tensors, dim): tensorops::cat below autograd for plain tensors that need no gradient, else None."},
     {"split_fast", tensorops::split_fast, METH_VARARGS,
      "split_fast(input, sizes, dim): tensorops::split below autograd when no gradient is needed, else None."},
+    {"normalize_fast", tensorops::normalize_fast, METH_VARARGS,
+     "normalize_fast(input, mean, std, dim, dtype, scale, memory_format): tensorops::normalize below autograd "
+     "for a plain tensor and numbers as statistics, else None."},
+    {"clamp_fast", tensorops::clamp_fast, METH_VARARGS,
+     "clamp_fast(input, min, max, native_below=None): tensorops::clamp / clamp_scalar below autograd for plain "
+     "tensors and numbers (torch.clamp for fewer elements than native_below, default: crossover.h), else None."},
+    {"native_below", tensorops::native_below, METH_NOARGS,
+     "native_below(): the element counts below which clamp_fast runs torch.clamp (csrc/include/tensorops/crossover.h)."},
     {nullptr, nullptr, 0, nullptr},
 };
 

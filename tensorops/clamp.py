@@ -11,6 +11,8 @@ from tensorops import _extension, reference
 __all__ = ["clamp", "clamp_"]
 
 Bound = Union[None, bool, int, float, torch.Tensor]
+# The lean C++ entry for plain tensors and number bounds (None: not handled there; see csrc/cpu/py_entry.cpp)
+_FAST_CLAMP = getattr(_extension._C, "clamp_fast", None)
 
 # Result dtypes the kernels cover; anything else (uint16/32/64, float8, ...) runs through native torch.
 _KERNEL_DTYPES = frozenset(
@@ -148,6 +150,11 @@ def clamp(
         >>> tensorops.clamp(torch.tensor([0, 5, 10]), max=7.5)
         tensor([0.0000, 5.0000, 7.5000])
     """
+    if _FAST_CLAMP is not None and out is None and not _extension.forward_ad_active() \
+            and not torch.compiler.is_compiling():
+        result = _FAST_CLAMP(input, min, max)  # plain tensors, no gradient, no transform; None: not handled there
+        if result is not None:
+            return result
     min, max, tensors = _resolve("clamp", input, min, max)
     if out is not None:
         return torch.clamp(input, min, max, out=out)

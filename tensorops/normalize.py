@@ -15,6 +15,8 @@ __all__ = ["normalize"]
 Stat = Union[float, Sequence[float], torch.Tensor]
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _FORMATS = (torch.preserve_format, torch.contiguous_format, torch.channels_last, torch.channels_last_3d)
+# The lean C++ entry for plain tensors with numbers as statistics (None: not handled there; see py_entry.cpp)
+_FAST_NORMALIZE = getattr(_extension._C, "normalize_fast", None)
 # Integer inputs the kernels read, with the default scale that maps their range to [0, 1] (what torchvision's
 # ToDtype(scale=True) divides by): 8-bit images and 16-bit PNGs.
 _INT_SCALES = {torch.uint8: 1.0 / 255.0, torch.uint16: 1.0 / 65535.0}
@@ -207,6 +209,10 @@ def normalize(
         >>> y.dtype, y.shape
         (torch.float32, torch.Size([8, 3, 224, 224]))
     """
+    if _FAST_NORMALIZE is not None and not _extension.forward_ad_active() and not torch.compiler.is_compiling():
+        result = _FAST_NORMALIZE(input, mean, std, dim, dtype, scale, memory_format)  # None: not handled there
+        if result is not None:
+            return result
     _check_input(input)
     ndim = input.dim()
     if isinstance(dim, bool) or not isinstance(dim, int):

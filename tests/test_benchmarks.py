@@ -214,6 +214,109 @@ def test_cli_rejects_bad_arguments():
         cli.parse_args(["--threads", "0"])
     assert cli.parse_args(["--ops", "cat_split"]).ops == ["cat", "split"]
     assert cli.parse_args(["--threads", "1"]).threads == 1
+    for bad in (["--load", "-1"], ["--load-limit", "0"]):
+        with pytest.raises(SystemExit):
+            cli.parse_args(bad)
+    assert cli.parse_args(["--load", "2"]).load == 2 and cli.parse_args([]).load == 0
+
+
+# ------------------------------------------------------------------------------------- --load: busy processes
+
+
+def _gone(pid: int, within_s: float) -> bool:
+    """True once process ``pid`` no longer runs (reaped, or a zombie: it has stopped computing)."""
+    import time
+
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    return True
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads process states from /proc")
+def test_load_processes_run_inside_the_block_and_stop_after_it():
+    from benchmarks.load import BusyLoad
+
+    with BusyLoad(2, limit_s=60) as load:
+        pids = [p.pid for p in load.procs]
+        assert len(pids) == 2 and load.alive() == 2
+        assert load.describe()["busy_processes"] == 2
+    assert all(_gone(pid, 5) for pid in pids)
+    with pytest.raises(ValueError, match="load"):
+        BusyLoad(-1)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads process states from /proc")
+def test_load_processes_stop_after_their_time_limit():
+    from benchmarks.load import BusyLoad
+
+    load = BusyLoad(1, limit_s=0.3).start()
+    try:
+        pid = load.procs[0].pid
+        load.procs[0].wait(timeout=10)  # exits by itself, nobody stops it
+        assert load.alive() == 0
+    finally:
+        load.stop()
+    assert _gone(pid, 1)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads process states from /proc")
+def test_load_processes_stop_when_the_benchmark_is_killed():
+    # a stand-in benchmark process starts the load, prints its pids, and is SIGKILLed: no cleanup code runs
+    code = textwrap.dedent("""
+        import sys, time
+        sys.path.insert(0, sys.argv[1])
+        from benchmarks.load import BusyLoad
+        load = BusyLoad(2, limit_s=120).start()
+        print(" ".join(str(p.pid) for p in load.procs), flush=True)
+        time.sleep(120)
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", code, str(REPO)], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(x) for x in parent.stdout.readline().split()]
+        assert len(pids) == 2 and not any(_gone(pid, 0.1) for pid in pids)
+    finally:
+        parent.kill()
+        parent.wait()
+    assert all(_gone(pid, 10) for pid in pids), "busy processes outlived the benchmark that started them"
+
+
+def test_json_records_the_load(tmp_path, all_families):
+    result = harness.run(devices=["cpu"], grid="smoke", ops=["cat"], do_compile=False, progress=False,
+                         out_dir=str(tmp_path), load=1, load_limit_s=120, say=lambda msg: None)
+    saved = json.loads((tmp_path / "bench_cpu_smoke_load1.json").read_text())
+    for meta in (result["meta"], saved["meta"]):
+        assert meta["load"]["busy_processes"] == 1 and meta["load"]["limit_s"] == 120
+        assert meta["load"]["still_running_at_end"] == 1  # the load ran for the whole timing
+    assert "--load 1" in harness.format_table(result)
+    md = (tmp_path / "bench_cpu_smoke_load1.md").read_text()
+    assert "--load 1" in md and md.count("\n| cat |") == len(saved["rows"])
+    row = saved["rows"][0]
+    assert row["rounds"] == harness.ROUNDS["smoke"]
+    assert set(row["spread_s"]) == {"eager", "tensorops"}
+    assert row["speedup_vs_eager_spread"]["min"] <= row["speedup_vs_eager_spread"]["max"]
+    quiet = harness.run(devices=["cpu"], grid="smoke", ops=["cat"], do_compile=False, progress=False,
+                        say=lambda msg: None)
+    assert quiet["meta"]["load"]["busy_processes"] == 0
+    assert "no added load" in harness.format_table(quiet)
+
+
+def test_interleaved_rounds_time_every_statement_once_per_round():
+    calls = []
+    samples = harness.measure_interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
+                                          min_run_time=0.001, rounds=3)
+    assert {k: len(v) for k, v in samples.items()} == {"a": 3, "b": 3}
+    assert all(t > 0 for v in samples.values() for t in v)
+    sp = harness.spread([3.0, 1.0, 2.0, 4.0])
+    assert (sp["min"], sp["median"], sp["max"]) == (1.0, 2.5, 4.0)
+    assert harness.fmt_ratio(2.0, {"min": 1.0, "max": 3.0}) == "2.00x (1.00-3.00)"
+    assert harness.fmt_ratio(2.0, {"min": 1.9, "max": 2.1}) == "2.00x"
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message given when there is no GPU")

@@ -1,5 +1,5 @@
-// cat and split on the CPU: one at::parallel_for over the bytes of the wide tensor (cat's output, split's
-// input) in large chunks, not one task per tensor. Each chunk finds its first piece with the binary search of
+// cat and split on the CPU: one pass over the bytes of the wide tensor (cat's output, split's input), split
+// in large chunks over the threads tensorops/parallel.h grants, not one task per tensor. Each chunk finds its first piece with the binary search of
 // cat_split.h and then walks the piece table, one memcpy per contiguous run (a piece's row). Many small
 // tensors cost one table entry and one memcpy each.
 //
@@ -22,6 +22,8 @@
 
 #include "tensorops/cat_split.h"
 #include "tensorops/cat_split_host.h"
+#include "tensorops/parallel.h"
+#include "py_entry.h"
 
 namespace tensorops {
 namespace {
@@ -30,13 +32,10 @@ using namespace cat_split_host;
 using cat_split::Location;
 using cat_split::SegmentTable;
 
-// Bytes per task: enough to amortize waking a thread, small enough to spread a few MB over the cores.
-constexpr int64_t kCopyGrain = int64_t{1} << 18;
-
 void copy_table_cpu(const SegmentTable& t) {
   const int64_t total = t.rows * t.row_bytes;
   if (total == 0 || t.n == 0) return;
-  at::parallel_for(0, total, kCopyGrain, [&](int64_t begin, int64_t end) {
+  parallel_for_bytes(0, total, 2 * total, [&](int64_t begin, int64_t end) {
     Location l = cat_split::locate(t, begin);
     int64_t q = begin;
     for (;;) {
@@ -80,29 +79,8 @@ std::vector<at::Tensor> split_cpu(const at::Tensor& input, c10::SymIntArrayRef s
 }
 
 // ---- fast eager entry points ---------------------------------------------------------------------------------
-// Tensors the fast path leaves to torch.ops: subclasses and tensors under functorch or functionalization.
-bool plain(PyObject* obj, bool grad_mode, at::Tensor const** out) {
-  if (!THPVariable_CheckExact(obj)) return false;
-  const at::Tensor& t = THPVariable_Unpack(obj);
-  // autograd_meta() is null for a tensor that never required grad: the common case needs no call
-  if (!t.defined() || (grad_mode && t.unsafeGetTensorImpl()->autograd_meta() != nullptr && t.requires_grad()))
-    return false;
-  static const c10::DispatchKeySet special({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot,
-                                            c10::DispatchKey::FuncTorchBatched,
-                                            c10::DispatchKey::FuncTorchGradWrapper,
-                                            c10::DispatchKey::Functionalize});
-  if (t.key_set().has_any(special)) return false;
-  // quantized, sparse and other layouts: not the kernels' business, torch's (through the Python wrapper)
-  if (t.layout() != c10::kStrided || t.is_quantized()) return false;
-  const auto type = t.device().type();
-#ifdef TENSOROPS_WITH_CUDA
-  if (type != c10::DeviceType::CPU && type != c10::DeviceType::CUDA) return false;
-#else
-  if (type != c10::DeviceType::CPU) return false;
-#endif
-  *out = &t;
-  return true;
-}
+using py_entry::plain;
+using py_entry::tls_is_plain;
 
 // Borrowed at::Tensors; releases the borrows and the snapshot that keeps their Python objects alive, if any
 // (with the GIL held).
@@ -123,16 +101,6 @@ struct BorrowedTensors {
 // copying at most; numpy.concatenate never releases it): releasing it needs a tuple snapshot of the list,
 // which costs about 10% of a cat of 10,000 small tensors. Tuples and larger copies release the GIL.
 constexpr int64_t kKeepGilBytes = int64_t{16} << 20;
-
-// No functorch transform, Python mode or functionalization active on this thread.
-bool tls_is_plain() {
-  static const c10::DispatchKeySet special({c10::DispatchKey::FuncTorchDynamicLayerFrontMode,
-                                            c10::DispatchKey::FuncTorchDynamicLayerBackMode,
-                                            c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot,
-                                            c10::DispatchKey::PythonDispatcher, c10::DispatchKey::PreDispatch,
-                                            c10::DispatchKey::Functionalize});
-  return !c10::impl::tls_local_dispatch_key_set().included_.has_any(special);
-}
 
 }  // namespace
 
@@ -203,7 +171,11 @@ PyObject* split_fast(PyObject* /*self*/, PyObject* args) {
                        .findSchemaOrThrow("tensorops::split", "")
                        .typed<std::vector<at::Tensor>(const at::Tensor&, c10::SymIntArrayRef, int64_t)>();
   std::vector<at::Tensor> outs;
-  {
+  if (input->numel() * static_cast<int64_t>(input->itemsize()) < kKeepGilBytes) {
+    // a small copy keeps the GIL, as cat_fast does (releasing and taking it back costs more than the copy)
+    at::AutoDispatchBelowAutograd below_autograd;
+    outs = op.call(*input, sizes, static_cast<int64_t>(dim));
+  } else {
     pybind11::gil_scoped_release no_gil;
     at::AutoDispatchBelowAutograd below_autograd;
     outs = op.call(*input, sizes, static_cast<int64_t>(dim));

@@ -1,7 +1,7 @@
-// clamp on the CPU: one pass with at::parallel_for over a strided plan (bounds broadcast by 0 strides, never
+// clamp on the CPU: one pass (threads as tensorops/parallel.h decides) over a strided plan (bounds broadcast by 0 strides, never
 // expanded in memory). The value rules and gradient masks are math.h's; the inner loops (clamp_loops.h) are
 // compiled for AVX2+FMA and for baseline x86-64. The backward is one pass that writes grad_input and sums the
-// bounds' gradients into per-thread buffers indexed by the bound's entry, reduced at the end.
+// bounds' gradients into buffers indexed by the bound's entry, one per thread used, reduced at the end.
 // Every function in this file, headers included, is compiled without trapping floating-point math: with it,
 // GCC will not turn the gradient weights' chains of compares and selects into vector blends (it sinks a
 // multiply into a branch and then may not speculate it: "control flow in loop"), and the backward loops run
@@ -90,7 +90,8 @@ void clamp_tensor_pass(const at::Tensor& out, const at::Tensor& x, const at::Ten
   const scalar_t* lp = lo_t.const_data_ptr<scalar_t>();
   const scalar_t* hp = hi_t.const_data_ptr<scalar_t>();
   const int64_t s0 = p.strides[0][0], s1 = p.strides[1][0], s2 = p.strides[2][0], s3 = p.strides[3][0];
-  cpu_for_each_segment(p, kCpuGrain, [&](const int64_t* off, int64_t n) {
+  const int threads = threads_for(p.numel * static_cast<int64_t>(2 * sizeof(scalar_t)));
+  cpu_for_each_segment(p, threads, [&](const int64_t* off, int64_t n) {
     const scalar_t* xs = xp + off[1];
     const scalar_t* ls = lp + off[2];
     const scalar_t* hs = hp + off[3];
@@ -136,7 +137,8 @@ void clamp_scalar_pass(const at::Tensor& out, const at::Tensor& x, scalar_t lo, 
   const scalar_t* xp = x.const_data_ptr<scalar_t>();
   const acc_t l = static_cast<acc_t>(lo), h = static_cast<acc_t>(hi);
   const int64_t s0 = p.strides[0][0], s1 = p.strides[1][0];
-  cpu_for_each_segment(p, kCpuGrain, [&](const int64_t* off, int64_t n) {
+  const int threads = threads_for(p.numel * static_cast<int64_t>(2 * sizeof(scalar_t)));
+  cpu_for_each_segment(p, threads, [&](const int64_t* off, int64_t n) {
     if (s0 == 1 && s1 == 1)
       run_const<scalar_t, HasLo, HasHi>(xp + off[1], y + off[0], n, lo, hi);
     else
@@ -207,15 +209,16 @@ void clamp_backward_pass(const at::Tensor& dense, const at::Tensor& grad, const 
   const scalar_t* g = grad.const_data_ptr<scalar_t>();
   const scalar_t* xp = x.const_data_ptr<scalar_t>();
   const int64_t K = klo + khi;
-  // Per-thread buffers, unless every bound entry receives exactly one element (bounds as large as the
-  // output): then threads never share an entry, and one buffer avoids nthreads copies of a large bound.
-  const bool one_buffer = (!HasLo || klo == p.numel) && (!HasHi || khi == p.numel);
-  const int nthreads = one_buffer ? 1 : at::get_num_threads();
+  // One buffer per thread the pass uses, unless every bound entry receives exactly one element (bounds as
+  // large as the output): then threads never share an entry, and one buffer avoids copies of a large bound.
+  const int threads = threads_for(p.numel * static_cast<int64_t>((gi ? 3 : 2) * sizeof(scalar_t)));
+  const bool one_buffer = threads == 1 || ((!HasLo || klo == p.numel) && (!HasHi || khi == p.numel));
+  const int nthreads = one_buffer ? 1 : threads;
   std::vector<sum_t> sums(want_sums ? static_cast<size_t>(nthreads) * K : 0, sum_t(0));
   const int64_t s0 = p.strides[0][0], s1 = p.strides[1][0], s2 = p.strides[2][0];
   const int64_t s3 = p.strides[3][0], s4 = p.strides[4][0];
-  cpu_for_each_segment(p, kCpuGrain, [&](const int64_t* off, int64_t n) {
-    sum_t* mine = want_sums ? sums.data() + (one_buffer ? 0 : static_cast<size_t>(at::get_thread_num()) * K) : nullptr;
+  cpu_for_each_segment(p, threads, [&](const int64_t* off, int64_t n) {
+    sum_t* mine = want_sums ? sums.data() + (one_buffer ? 0 : static_cast<size_t>(thread_slot(threads)) * K) : nullptr;
     sum_t* slo = mine && HasLo ? mine : nullptr;
     sum_t* shi = mine && HasHi ? mine + klo : nullptr;
     const scalar_t* gs = g + off[1];
@@ -294,7 +297,7 @@ void clamp_backward_pass(const at::Tensor& dense, const at::Tensor& grad, const 
   // the small reduction over threads, straight into the bounds' gradients (contiguous, the bounds' shapes)
   scalar_t* out_lo = HasLo && grad_lo.numel() ? grad_lo.data_ptr<scalar_t>() : nullptr;
   scalar_t* out_hi = HasHi && grad_hi.numel() ? grad_hi.data_ptr<scalar_t>() : nullptr;
-  at::parallel_for(0, K, kCpuGrain, [&](int64_t begin, int64_t end) {
+  parallel_for_bytes(0, K, K * static_cast<int64_t>(nthreads * sizeof(sum_t) + sizeof(scalar_t)), [&](int64_t begin, int64_t end) {
     for (int64_t k = begin; k < end; ++k) {
       sum_t total = 0;
       for (int th = 0; th < nthreads; ++th) total += sums[static_cast<size_t>(th) * K + k];

@@ -1,4 +1,4 @@
-// normalize on the CPU: one pass over the input with at::parallel_for; per statistics entry the coefficients
+// normalize on the CPU: one pass over the input (threads as tensorops/parallel.h decides); per statistics entry the coefficients
 // a = scale / std and b = -mean / std are computed once (math.h), and the inner loops are plain multiply-adds
 // over contiguous runs that the compiler vectorizes (compiled for AVX2+FMA and for baseline x86-64).
 #include <type_traits>
@@ -53,7 +53,8 @@ bool deinterleave_pass(const Plan<3>& p, at::Tensor& out, const at::Tensor& in, 
   const int64_t blocks = (pixels + kBlock - 1) / kBlock;
   const in_t* x = in.const_data_ptr<in_t>();
   out_t* y = out.mutable_data_ptr<out_t>();
-  at::parallel_for(0, outer.numel * blocks, 1, [&](int64_t begin, int64_t end) {
+  const int64_t bytes = p.numel * static_cast<int64_t>(sizeof(in_t) + sizeof(out_t));
+  parallel_for_bytes(0, outer.numel * blocks, bytes, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       int64_t off[3];
       outer.offsets<int64_t>(task / blocks, off);
@@ -90,7 +91,8 @@ void normalize_pass(at::Tensor& out, const at::Tensor& in, const acc_t* A, const
   const in_t* x = in.const_data_ptr<in_t>();
   out_t* y = out.mutable_data_ptr<out_t>();
   const int64_t sx = p.strides[1][0], sc = p.strides[2][0];
-  cpu_for_each_segment(p, kCpuGrain, [&](const int64_t* off, int64_t n) {
+  const int threads = threads_for(p.numel * static_cast<int64_t>(sizeof(in_t) + sizeof(out_t)));
+  cpu_for_each_segment(p, threads, [&](const int64_t* off, int64_t n) {
     const in_t* xs = x + off[1];
     out_t* ys = y + off[0];  // the output's innermost stride is 1
     if (period > 0) {
@@ -204,7 +206,7 @@ at::Tensor normalize_tensor_cpu(const at::Tensor& input, const at::Tensor& mean,
 }
 
 // One pass over grad and input: grad_input = grad * a, and per statistics entry the sums of grad and
-// grad * y (y recomputed) in per-thread buffers, reduced at the end.
+// grad * y (y recomputed) in one buffer per thread used (one when the pass runs on one thread), reduced at the end.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> normalize_tensor_backward_cpu(
     const at::Tensor& grad, const at::Tensor& input, const at::Tensor& mean, const at::Tensor& std, double scale,
     std::array<bool, 3> mask) {
@@ -224,7 +226,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> normalize_tensor_backward_cpu(
     const acc_t* sp = s.const_data_ptr<acc_t>();
     std::vector<acc_t> A, B;
     coefficients<acc_t>(m, s, scale, A, B);  // non-finite ones are handled per element by normalize_value
-    const int nthreads = at::get_num_threads();
+    const int64_t bytes = input.numel() * (grad.element_size() + input.element_size() * (mask[0] ? 2 : 1));
+    const int nthreads = threads_for(bytes);
     std::vector<acc_t> sums(stats ? static_cast<size_t>(nthreads) * 2 * K : 0, acc_t(0));
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(), "normalize_backward_grad", [&] {
       using g_t = scalar_t;
@@ -233,8 +236,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> normalize_tensor_backward_cpu(
         using in_t = scalar_t;
         const in_t* x = input.const_data_ptr<in_t>();
         in_t* gi = mask[0] ? grad_input.mutable_data_ptr<in_t>() : nullptr;
-        cpu_for_each_segment(p, kCpuGrain, [&](const int64_t* off, int64_t n) {
-          acc_t* sg = stats ? sums.data() + static_cast<size_t>(at::get_thread_num()) * 2 * K : nullptr;
+        cpu_for_each_segment(p, nthreads, [&](const int64_t* off, int64_t n) {
+          acc_t* sg = stats ? sums.data() + static_cast<size_t>(thread_slot(nthreads)) * 2 * K : nullptr;
           for (int64_t t = 0; t < n; ++t) {
             const int64_t k = off[3] + t * p.strides[3][0];
             const acc_t gv = static_cast<acc_t>(g[off[1] + t * p.strides[1][0]]);

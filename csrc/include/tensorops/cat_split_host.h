@@ -15,6 +15,7 @@
 
 #include "tensorops/cat_split.h"
 #include "tensorops/checks.h"
+#include "tensorops/parallel.h"
 
 namespace tensorops {
 namespace cat_split_host {
@@ -104,8 +105,12 @@ struct Prepared {
 };
 
 // ---- cat ---------------------------------------------------------------------------------------------------
-// Inputs from which cat's checking pass is split over threads.
+// Inputs from which cat's checking pass may be split over threads (tensorops/parallel.h decides), and what
+// checking one input costs, as the bytes a copy pass moves in the same time, so that the scan is weighed by
+// the same policy as every copy (benchmarks/parallel_policy.py measured ~27 ns per input on one thread: ~430
+// bytes at kSerialBytesPerNs).
 constexpr int64_t kParallelScanInputs = 2048;
+constexpr int64_t kCatScanBytesPerInput = 512;
 
 inline void prefetch_impl(const at::Tensor& t) {
   const char* p = reinterpret_cast<const char*>(t.unsafeGetTensorImpl());
@@ -205,7 +210,7 @@ inline void cat_scan_serial(at::TensorList tensors, int64_t& dim, CatScan& s, Pr
 // (the case where the pass costs more than the copy). It checks without throwing and returns false on
 // anything unusual (a failed check, mixed dtypes); the caller then runs the serial pass, which raises
 // torch's error for the first offending tensor.
-inline bool cat_scan_parallel(at::TensorList tensors, int64_t dim, CatScan& s, Prepared& p) {
+inline bool cat_scan_parallel(at::TensorList tensors, int64_t dim, CatScan& s, Prepared& p, int threads) {
   const int64_t n = static_cast<int64_t>(tensors.size());
   const at::Tensor& t0 = tensors[0];
   if (!t0.defined() || t0.dim() == 0 || (t0.dim() == 1 && t0.size(0) == 0) || t0.layout() != at::kStrided)
@@ -230,10 +235,10 @@ inline bool cat_scan_parallel(at::TensorList tensors, int64_t dim, CatScan& s, P
     int64_t total = 0;
   };
   std::unique_ptr<Slot[]> slots(new Slot[static_cast<size_t>(n)]);
-  const int64_t nchunks = std::min<int64_t>(at::get_num_threads() * 4, (n + 1023) / 1024);
+  const int64_t nchunks = std::min<int64_t>(threads, (n + 1023) / 1024);
   const int64_t chunk = (n + nchunks - 1) / nchunks;
   std::vector<Chunk> chunks(static_cast<size_t>(nchunks));
-  at::parallel_for(0, nchunks, 1, [&](int64_t cb, int64_t ce) {
+  run_on(threads, 0, nchunks, [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
       Chunk& st = chunks[c];
       const int64_t end = std::min(n, (c + 1) * chunk);
@@ -297,7 +302,7 @@ inline bool cat_scan_parallel(at::TensorList tensors, int64_t dim, CatScan& s, P
 }
 
 // Checks the inputs as torch.cat does, allocates the output and prepares the copy, in one pass over the
-// inputs (two threads' worth for many inputs): with 10,000 small inputs, every pass over their TensorImpls is
+// inputs (split over threads for many inputs when the policy grants them): with 10,000 small inputs, every pass over their TensorImpls is
 // a pass of cache misses. Inputs of another dtype, with the conjugate or negative bit set, or whose memory is
 // not rows of dense runs in the output's memory order (e.g. a transposed input) are first copied into that
 // layout; the others are read in place. `dim` comes back wrapped.
@@ -305,8 +310,8 @@ inline at::Tensor cat_prepare(at::TensorList tensors, int64_t& dim, Prepared& p)
   const int64_t n = static_cast<int64_t>(tensors.size());
   TORCH_CHECK_VALUE(n > 0, "tensorops.cat(): expected a non-empty list of Tensors");
   CatScan s;
-  if (n >= kParallelScanInputs && at::get_num_threads() > 1 && !at::in_parallel_region() &&
-      cat_scan_parallel(tensors, dim, s, p)) {
+  const int threads = n >= kParallelScanInputs ? threads_for(n * kCatScanBytesPerInput) : 1;
+  if (threads > 1 && cat_scan_parallel(tensors, dim, s, p, threads)) {
     if (dim < 0) dim += s.ndim;
   } else {
     s = CatScan();

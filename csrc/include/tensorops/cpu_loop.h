@@ -1,23 +1,19 @@
-// The CPU driver for a Plan: splits the linear index range across threads with at::parallel_for and hands
-// each thread runs ("segments") along the innermost plan dimension, so the per-op inner loop sees plain
-// pointers, a count and fixed strides that the compiler can vectorize.
+// The CPU driver for a Plan: splits the linear index range over the threads that tensorops/parallel.h's
+// policy grants and hands each task runs ("segments") along the innermost plan dimension, so the per-op inner
+// loop sees plain pointers, a count and fixed strides that the compiler can vectorize.
 #pragma once
-#include <ATen/Parallel.h>
-
+#include "tensorops/parallel.h"
 #include "tensorops/plan.h"
 
 namespace tensorops {
 
-// Elements per task for memory-bound loops: big enough to amortize thread wake-up, small enough to split a
-// (32, 3, 224, 224) batch evenly over a handful of cores.
-constexpr int64_t kCpuGrain = 32768;
-
 // f(const int64_t* offsets, int64_t count): process `count` elements starting at operand offsets `offsets`,
-// stepping by plan.strides[k][0].
+// stepping by plan.strides[k][0]. `threads`: threads_for(the pass's bytes); per-thread buffers use
+// thread_slot(threads).
 template <int N, typename F>
-void cpu_for_each_segment(const Plan<N>& p, int64_t grain, const F& f) {
+void cpu_for_each_segment(const Plan<N>& p, int threads, const F& f) {
   if (p.numel == 0) return;
-  at::parallel_for(0, p.numel, grain, [&](int64_t begin, int64_t end) {
+  run_on(threads, 0, p.numel, [&](int64_t begin, int64_t end) {
     int64_t idx[kMaxPlanDims];
     int64_t off[N] = {};
     int64_t rem = begin;

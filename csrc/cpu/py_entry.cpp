@@ -1,0 +1,222 @@
+// Lean eager entry points for normalize and clamp (tensorops._C.normalize_fast / clamp_fast), like cat_fast:
+// for the common call (a plain tensor that autograd need not see, statistics or bounds given as plain Python
+// numbers, or bounds as plain tensors) they check the arguments in C++ and call the registered op below
+// autograd, without the Python wrapper's argument handling and torch.ops' boxed call (a few microseconds, more
+// than the whole kernel for a tensor of a few hundred elements). Anything they are not sure of returns None,
+// and the Python wrapper takes its full path (and raises its errors). The op still runs through the
+// dispatcher, so the profiler shows tensorops::normalize / tensorops::clamp.
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/Dtype.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/MemoryFormat.h>
+
+#include "py_entry.h"
+#include "tensorops/crossover.h"
+
+namespace tensorops {
+namespace {
+
+using py_entry::plain;
+using py_entry::plain_number;
+using py_entry::tls_is_plain;
+
+// Up to this many bytes of traffic a call keeps the GIL (releasing and retaking it costs more than the work).
+constexpr int64_t kKeepGilWorkBytes = int64_t{256} << 10;
+
+bool is_float(at::ScalarType t) {
+  return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
+}
+
+// mean / std as a number or a list/tuple of numbers, finite (std non-zero); false: leave it to Python.
+bool stat_values(PyObject* obj, bool is_std, std::vector<double>& out) {
+  double v = 0;
+  if (plain_number(obj, &v)) {
+    out.assign(1, v);
+  } else if (PyList_CheckExact(obj) || PyTuple_CheckExact(obj)) {
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(obj);
+    if (n == 0) return false;
+    PyObject** items = PySequence_Fast_ITEMS(obj);
+    out.resize(static_cast<size_t>(n));
+    for (Py_ssize_t i = 0; i < n; ++i)
+      if (!plain_number(items[i], &out[static_cast<size_t>(i)])) return false;
+  } else {
+    return false;
+  }
+  for (double x : out)
+    if (!std::isfinite(x) || (is_std && x == 0)) return false;
+  return true;
+}
+
+// normalize.py's _check_coefficients: every coefficient finite in the accumulation type.
+template <typename acc_t>
+bool coefficients_ok(const std::vector<double>& mean, const std::vector<double>& std, double scale) {
+  const double tiny = std::numeric_limits<acc_t>::min(), big = std::numeric_limits<acc_t>::max();
+  const size_t n = std::max(mean.size(), std.size());
+  for (size_t c = 0; c < n; ++c) {
+    const double s = std[std.size() > 1 ? c : 0], m = mean[mean.size() > 1 ? c : 0];
+    if (std::abs(s) < tiny || !(std::abs(scale / s) <= big && std::abs(m / s) <= big)) return false;
+  }
+  return true;
+}
+
+template <typename F>
+auto call_op(int64_t work_bytes, const F& f) {
+  at::AutoDispatchBelowAutograd below_autograd;
+  if (work_bytes < kKeepGilWorkBytes) return f();
+  pybind11::gil_scoped_release no_gil;
+  return f();
+}
+
+}  // namespace
+
+// normalize_fast(input, mean, std, dim, dtype, scale, memory_format) -> Tensor | None
+PyObject* normalize_fast(PyObject* /*self*/, PyObject* args) {
+  HANDLE_TH_ERRORS
+  PyObject *obj, *mean_obj, *std_obj, *dim_obj, *dtype_obj, *scale_obj, *mf_obj;
+  if (!PyArg_UnpackTuple(args, "normalize_fast", 7, 7, &obj, &mean_obj, &std_obj, &dim_obj, &dtype_obj, &scale_obj,
+                         &mf_obj))
+    return nullptr;
+  const at::Tensor* input = nullptr;
+  if (!tls_is_plain() || !plain(obj, at::GradMode::is_enabled(), &input)) Py_RETURN_NONE;
+  const at::ScalarType in_t = input->scalar_type();
+  const int64_t ndim = input->dim();
+  if (!(in_t == at::kByte || is_float(in_t)) || ndim < 1 || ndim > 16 || !PyLong_CheckExact(dim_obj))
+    Py_RETURN_NONE;
+  int64_t dim = PyLong_AsLongLong(dim_obj);
+  if (dim == -1 && PyErr_Occurred()) return nullptr;
+  if (dim < -ndim || dim >= ndim) Py_RETURN_NONE;
+  if (dim < 0) dim += ndim;
+  at::ScalarType dtype = in_t == at::kByte ? at::kFloat : in_t;
+  if (dtype_obj != Py_None) {
+    if (!THPDtype_Check(dtype_obj)) Py_RETURN_NONE;
+    dtype = reinterpret_cast<THPDtype*>(dtype_obj)->scalar_type;
+    if (!is_float(dtype)) Py_RETURN_NONE;
+  }
+  double scale = in_t == at::kByte ? 1.0 / 255.0 : 1.0;
+  if (scale_obj != Py_None && (!plain_number(scale_obj, &scale) || !std::isfinite(scale))) Py_RETURN_NONE;
+  if (!THPMemoryFormat_Check(mf_obj)) Py_RETURN_NONE;
+  const at::MemoryFormat mf = reinterpret_cast<THPMemoryFormat*>(mf_obj)->memory_format;
+  if (!(mf == at::MemoryFormat::Preserve || mf == at::MemoryFormat::Contiguous ||
+        (mf == at::MemoryFormat::ChannelsLast && ndim == 4) || (mf == at::MemoryFormat::ChannelsLast3d && ndim == 5)))
+    Py_RETURN_NONE;
+  std::vector<double> mean, std;
+  if (!stat_values(mean_obj, false, mean) || !stat_values(std_obj, true, std)) Py_RETURN_NONE;
+  const int64_t channels = input->size(dim);
+  for (const auto* v : {&mean, &std})
+    if (v->size() != 1 && static_cast<int64_t>(v->size()) != channels) Py_RETURN_NONE;
+  if (!(dtype == at::kDouble ? coefficients_ok<double>(mean, std, scale) : coefficients_ok<float>(mean, std, scale)))
+    Py_RETURN_NONE;
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("tensorops::normalize", "")
+                       .typed<at::Tensor(const at::Tensor&, c10::ArrayRef<double>, c10::ArrayRef<double>, int64_t,
+                                         double, at::ScalarType, at::MemoryFormat)>();
+  const int64_t work = input->numel() * static_cast<int64_t>(input->itemsize() + c10::elementSize(dtype));
+  at::Tensor out = call_op(work, [&] { return op.call(*input, mean, std, dim, scale, dtype, mf); });
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
+namespace {
+bool clamp_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kBool: case at::kByte: case at::kChar: case at::kShort: case at::kInt: case at::kLong:
+    case at::kHalf: case at::kBFloat16: case at::kFloat: case at::kDouble:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A bound: 0 absent, 1 a number (as torch's Scalar: int stays int), 2 a tensor; -1 leave it to Python.
+int bound_kind(PyObject* obj, const at::Tensor& input, bool grad_mode, std::optional<at::Scalar>& num,
+               std::optional<at::Tensor>& tensor) {
+  if (obj == Py_None) return 0;
+  if (PyFloat_CheckExact(obj)) {
+    num = at::Scalar(PyFloat_AS_DOUBLE(obj));
+    return 1;
+  }
+  if (PyLong_CheckExact(obj)) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+      PyErr_Clear();
+      return -1;
+    }
+    num = at::Scalar(static_cast<int64_t>(v));
+    return 1;
+  }
+  const at::Tensor* t = nullptr;
+  if (!plain(obj, grad_mode, &t) || t->device() != input.device() || !clamp_dtype(t->scalar_type())) return -1;
+  // broadcastable with input (the bound may be the larger one)
+  const int64_t nd = std::max(t->dim(), input.dim());
+  for (int64_t i = 1; i <= nd; ++i) {
+    const int64_t a = i <= t->dim() ? t->size(-i) : 1, b = i <= input.dim() ? input.size(-i) : 1;
+    if (a != b && a != 1 && b != 1) return -1;
+  }
+  tensor = *t;
+  return 2;
+}
+}  // namespace
+
+// clamp_fast(input, min, max, native_below=None) -> Tensor | None. Inputs with fewer elements than
+// native_below (default: the measured crossover.h numbers) run torch.clamp itself.
+PyObject* clamp_fast(PyObject* /*self*/, PyObject* args) {
+  HANDLE_TH_ERRORS
+  PyObject *obj, *min_obj, *max_obj, *below_obj = Py_None;
+  if (!PyArg_UnpackTuple(args, "clamp_fast", 3, 4, &obj, &min_obj, &max_obj, &below_obj)) return nullptr;
+  const bool grad_mode = at::GradMode::is_enabled();
+  const at::Tensor* input = nullptr;
+  if (!tls_is_plain() || !plain(obj, grad_mode, &input) || !clamp_dtype(input->scalar_type())) Py_RETURN_NONE;
+  std::optional<at::Scalar> nlo, nhi;
+  std::optional<at::Tensor> tlo, thi;
+  const int klo = bound_kind(min_obj, *input, grad_mode, nlo, tlo);
+  const int khi = bound_kind(max_obj, *input, grad_mode, nhi, thi);
+  // absent both, unsure of one, or a number mixed with a tensor: Python's rules and messages
+  if (klo < 0 || khi < 0 || (klo == 0 && khi == 0) || (klo && khi && klo != khi)) Py_RETURN_NONE;
+  const bool tensors = klo == 2 || khi == 2;
+  int64_t below = tensors ? crossover::kClampTensorNativeBelow : crossover::kClampScalarNativeBelow;
+  if (below_obj != Py_None) {
+    below = PyLong_AsLongLong(below_obj);
+    if (below == -1 && PyErr_Occurred()) return nullptr;
+  }
+  if (input->numel() < below) {  // tiny: torch.clamp's own call is cheaper than the op's
+    try {
+      return THPVariable_Wrap(tensors ? at::clamp(*input, tlo, thi) : at::clamp(*input, nlo, nhi));
+    } catch (const c10::Error&) {
+      Py_RETURN_NONE;  // the Python wrapper raises its own message
+    }
+  }
+  const int64_t work = 2 * input->numel() * static_cast<int64_t>(input->itemsize());
+  at::Tensor out;
+  if (tensors) {
+    static auto op = c10::Dispatcher::singleton()
+                         .findSchemaOrThrow("tensorops::clamp", "")
+                         .typed<at::Tensor(const at::Tensor&, const std::optional<at::Tensor>&,
+                                           const std::optional<at::Tensor>&)>();
+    out = call_op(work, [&] { return op.call(*input, tlo, thi); });
+  } else {
+    static auto op = c10::Dispatcher::singleton()
+                         .findSchemaOrThrow("tensorops::clamp_scalar", "")
+                         .typed<at::Tensor(const at::Tensor&, const std::optional<at::Scalar>&,
+                                           const std::optional<at::Scalar>&)>();
+    out = call_op(work, [&] { return op.call(*input, nlo, nhi); });
+  }
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
+}  // namespace tensorops
+
+namespace tensorops {
+// native_below() -> {"clamp_scalar": n, "clamp": n}: the crossover.h numbers this build uses.
+PyObject* native_below(PyObject* /*self*/, PyObject* /*args*/) {
+  return Py_BuildValue("{s:L,s:L}", "clamp_scalar", static_cast<long long>(crossover::kClampScalarNativeBelow),
+                       "clamp", static_cast<long long>(crossover::kClampTensorNativeBelow));
+}
+}  // namespace tensorops

@@ -1,0 +1,143 @@
+"""The lean eager entry points (tensorops._C.*_fast) and the native route below the measured crossovers
+(csrc/include/tensorops/crossover.h): the same results as the full path and as torch, the kernel running
+above the crossover (and below it when forced), and the Python wrapper's errors for what they do not handle."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tensorops
+from conftest import kernel_ran, requires_compiled
+
+pytestmark = requires_compiled
+
+
+def _C():
+    return tensorops._extension._C
+
+
+def _exact(a: torch.Tensor, b: torch.Tensor) -> None:
+    torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True)
+    assert a.dtype == b.dtype and a.stride() == b.stride()
+
+
+def _bounds(c: int):
+    return torch.linspace(-0.5, 0.0, c).view(1, c, 1, 1), torch.linspace(0.5, 1.0, c).view(1, c, 1, 1)
+
+
+def test_crossovers_are_what_the_build_uses():
+    below = _C().native_below()
+    assert set(below) == {"clamp", "clamp_scalar"} and all(v >= 0 for v in below.values())
+
+
+@pytest.mark.parametrize("side", [2, 8, 40])
+def test_clamp_tensor_bounds_native_below_the_crossover_kernel_above(side):
+    x = torch.randn(1, 3, side, side)
+    x[0, 0, 0, 0] = float("nan")
+    lo, hi = _bounds(3)
+    out, names = kernel_ran(tensorops.clamp, x, lo, hi)
+    _exact(out, torch.clamp(x, lo, hi))
+    if x.numel() >= _C().native_below()["clamp"]:
+        assert "tensorops::clamp" in names
+    else:
+        assert "tensorops::clamp" not in names  # torch.clamp ran: cheaper at this size
+    forced, names = kernel_ran(_C().clamp_fast, x, lo, hi, 0)  # the kernel itself at this size
+    assert "tensorops::clamp" in names
+    _exact(forced, out)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32, torch.uint8, torch.bool])
+def test_clamp_number_bounds_lean_entry(dtype):
+    x = (torch.randn(1, 3, 8, 8) * 100).to(dtype)
+    for lo, hi in ((-1, 1), (0.5, None), (None, 3)):
+        if dtype == torch.bool and (lo, hi) == (0.5, None):
+            continue
+        out, names = kernel_ran(tensorops.clamp, x, lo, hi)
+        _exact(out, torch.clamp(x, lo, hi))
+        if x.numel() >= _C().native_below()["clamp_scalar"]:
+            assert "tensorops::clamp_scalar" in names
+
+
+def test_clamp_lean_entry_leaves_the_rest_to_python():
+    x = torch.randn(2, 3, 4, 5)
+    lo, _ = _bounds(3)
+    # a non-0-dim tensor mixed with a number: the wrapper's message, naming the argument
+    with pytest.raises(TypeError, match="min is a tensor of shape"):
+        tensorops.clamp(x, lo, 1.0)
+    with pytest.raises(RuntimeError, match="does not broadcast"):
+        tensorops.clamp(x, torch.zeros(7), None)
+    with pytest.raises(RuntimeError, match="at least one"):
+        tensorops.clamp(x)
+    assert _C().clamp_fast(x, lo, 1.0) is None and _C().clamp_fast(x, None, None) is None
+    # gradients: the full path, with the fused backward kernel
+    xg = x.clone().requires_grad_()
+    assert _C().clamp_fast(xg, -1.0, 1.0) is None
+    out, names = kernel_ran(lambda: tensorops.clamp(xg, -0.5, 0.5).sum().backward())
+    assert "tensorops::clamp_scalar_backward" in names
+    torch.testing.assert_close(xg.grad, ((x > -0.5) & (x < 0.5)).float())
+    with torch.no_grad():  # no graph needed: the lean entry again
+        assert _C().clamp_fast(xg, -1.0, 1.0) is not None
+
+
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+def test_normalize_lean_entry_same_as_full_path(layout):
+    x = torch.randint(0, 256, (1, 3, 8, 8), dtype=torch.uint8)
+    if layout == "nhwc":
+        x = x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
+    mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+    for kw in ({}, {"dtype": torch.float16}, {"scale": 1.0, "memory_format": torch.contiguous_format}):
+        out, names = kernel_ran(tensorops.normalize, x, mean, std, **kw)
+        assert "tensorops::normalize" in names
+        full = torch.ops.tensorops.normalize.default(
+            x, mean, std, 1, kw.get("scale", 1 / 255), kw.get("dtype", torch.float32),
+            kw.get("memory_format", torch.preserve_format))
+        _exact(out, full)
+        ref = tensorops.reference.normalize(x, mean, std, dim=1, scale=kw.get("scale", 1 / 255),
+                                            dtype=kw.get("dtype", torch.float32))
+        torch.testing.assert_close(out, ref, rtol=1e-3, atol=1e-3)
+
+
+def test_normalize_lean_entry_leaves_the_rest_to_python():
+    x = torch.randint(0, 256, (1, 3, 8, 8), dtype=torch.uint8)
+    with pytest.raises(ValueError, match="std has a zero value"):
+        tensorops.normalize(x, [0.5] * 3, [0.2, 0.0, 0.2])
+    with pytest.raises(ValueError, match="std has 2 values but input has 3 channels"):
+        tensorops.normalize(x, 0.5, [0.2, 0.2])
+    with pytest.raises(IndexError, match="out of range"):
+        tensorops.normalize(x, 0.5, 0.2, dim=4)
+    with pytest.raises(TypeError, match="dtype must be"):
+        tensorops.normalize(x, 0.5, 0.2, dtype=torch.int32)
+    with pytest.raises(ValueError, match="too close to zero"):
+        tensorops.normalize(x, 0.5, 1e-45)
+    args = (0.5, 0.2, -3, None, None, torch.preserve_format)
+    assert _C().normalize_fast(x, *args) is not None
+    assert _C().normalize_fast(x.float().requires_grad_(), *args) is None  # autograd must see it
+
+
+def test_split_lean_entry_tiny():
+    x = torch.randn(128)
+    pieces, names = kernel_ran(tensorops.split, x, [64, 64])
+    assert "tensorops::split" in names
+    for p, e in zip(pieces, torch.split_with_sizes_copy(x, [64, 64])):
+        _exact(p, e)
+        assert p.data_ptr() != x.data_ptr() or p.numel() == 0  # a copy of its own, not a view
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_results_do_not_depend_on_the_threads_granted(threads):
+    # above kParallelMinBytes: threads when torch has them and the policy grants them, one thread otherwise
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        x = torch.randn(8, 3, 128, 128)
+        lo, hi = _bounds(3)
+        _exact(tensorops.clamp(x, lo, hi), torch.clamp(x, lo, hi))
+        xs = [torch.randn(64) for _ in range(5000)]
+        _exact(tensorops.cat(xs), torch.cat(xs))
+        u8 = torch.randint(0, 256, (8, 128, 128, 3), dtype=torch.uint8).permute(0, 3, 1, 2)
+        out = tensorops.normalize(u8, [0.5, 0.4, 0.3], [0.2, 0.3, 0.4], memory_format=torch.contiguous_format)
+        ref = tensorops.reference.normalize(u8, [0.5, 0.4, 0.3], [0.2, 0.3, 0.4], dim=1, scale=1 / 255,
+                                            dtype=torch.float32)
+        torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+    finally:
+        torch.set_num_threads(old)
