@@ -1,5 +1,5 @@
 // crop_mirror_normalize on the CPU: one pass over the output batch. Work is split into output rows (sample,
-// channel, crop row) with at::parallel_for above a grain of ~32K elements; each row is a fill, a run of image
+// channel, crop row), over threads only where parallel.h's policy says they pay; each row is a fill, a run of image
 // pixels and a fill, and the run is one of normalize's multiply-add loops (forward, reversed for a mirrored
 // crop, or strided for HWC images) compiled for AVX2+FMA and baseline x86-64. The coefficients
 // a = scale / std and b = -mean / std are computed once per (sample, channel) with math.h.
@@ -15,6 +15,7 @@
 #include "tensorops/cpu_isa.h"
 #include "tensorops/crop_mirror_normalize_host.h"
 #include "tensorops/math.h"
+#include "tensorops/parallel.h"
 
 namespace tensorops {
 namespace {
@@ -33,8 +34,12 @@ constexpr bool kF16C = false;
 #include "crop_mirror_normalize_loops.h"
 }  // namespace base
 
-// Output elements per parallel task: thread wake-ups cost more than small work on a busy machine.
-constexpr int64_t kGrainElements = 32768;
+// Bytes a pass moves: each output element written once and (at most) one input element read for it. Whether
+// that pass uses threads is parallel.h's policy.
+template <typename in_t, typename out_t>
+int64_t pass_bytes(const cmn_host::Setup& s) {
+  return s.N * s.Cp * s.h * s.w * static_cast<int64_t>(sizeof(in_t) + sizeof(out_t));
+}
 
 template <typename in_t, typename out_t, typename acc_t>
 void run_typed(cmn_host::Setup& s, acc_t scale, acc_t fill) {
@@ -63,8 +68,7 @@ void run_typed(cmn_host::Setup& s, acc_t scale, acc_t fill) {
   for (int64_t k = 0; k < N * C && interleaved; ++k) interleaved = finite[k];
   if (interleaved) {
     const int64_t prow = N * h;
-    const int64_t pgrain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(1, w * Cp));
-    at::parallel_for(0, prow, pgrain, [&](int64_t begin, int64_t end) {
+    parallel_for_bytes(0, prow, pass_bytes<in_t, out_t>(s), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const int64_t i = r % h, n = r / h;
         const cmn::Sample& sm = s.samples[n];
@@ -99,8 +103,7 @@ void run_typed(cmn_host::Setup& s, acc_t scale, acc_t fill) {
   }
 
   const int64_t rows = N * Cp * h;
-  const int64_t grain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(1, w));
-  at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+  parallel_for_bytes(0, rows, pass_bytes<in_t, out_t>(s), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t i = r % h, c = (r / h) % Cp, n = r / (h * Cp);
       const cmn::Sample& sm = s.samples[n];

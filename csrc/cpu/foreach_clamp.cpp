@@ -1,5 +1,5 @@
-// The many-tensor clamp on the CPU: one at::parallel_for over the elements of every tensor in the list together
-// (grain kCpuGrain, so a list of small tensors runs on the calling thread), not one task per tensor. A task finds
+// The many-tensor clamp on the CPU: one parallel pass (parallel.h's policy) over the elements of every tensor in the list together
+// (a list of small tensors runs on the calling thread), not one task per tensor. A task finds
 // its first tensor by binary search over the prefix counts and walks the list from there, one contiguous run per
 // tensor, with clamp's own inner loops (clamp_loops.h: math.h's value rules, AVX2 and baseline builds).
 #pragma GCC optimize("no-trapping-math")  // as clamp.cpp: lets GCC turn the selects into vector blends
@@ -17,6 +17,7 @@
 #include "tensorops/cpu_loop.h"
 #include "tensorops/foreach_clamp_host.h"
 #include "tensorops/math.h"
+#include "tensorops/parallel.h"
 
 namespace tensorops {
 namespace {
@@ -66,7 +67,9 @@ void run_items(const std::vector<Item>& items, bool has_lo, bool has_hi) {
   const int64_t n = static_cast<int64_t>(items.size());
   std::vector<int64_t> start(static_cast<size_t>(n) + 1, 0);
   for (int64_t s = 0; s < n; ++s) start[s + 1] = start[s] + items[s].numel;
-  at::parallel_for(0, start[n], kCpuGrain, [&](int64_t begin, int64_t end) {
+  int64_t bytes = 0;  // read once, written once
+  for (const Item& it : items) bytes += 2 * it.numel * static_cast<int64_t>(c10::elementSize(it.dtype));
+  parallel_for_bytes(0, start[n], bytes, [&](int64_t begin, int64_t end) {
     for (int64_t s = cat_split::find_segment(start.data(), n, begin), q = begin; q < end; ++s) {
       const Item& it = items[s];
       const int64_t offset = q - start[s];
