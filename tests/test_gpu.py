@@ -369,3 +369,14 @@ def test_graph_capture_of_normalize_with_many_number_statistics_is_a_clear_error
     with pytest.raises(RuntimeError, match="capturing a CUDA graph"):
         with torch.cuda.graph(graph):
             _norm_list(x, mean, std)
+
+
+# ---- argument checks that need two devices ---------------------------------------------------------------------------
+@pytest.mark.parametrize("grad_device, input_device", [("cpu", "cuda"), ("cuda", "cpu")])
+def test_normalize_backward_checks_grad_device(grad_device, input_device):
+    x = torch.randn(1, 3, 2, 2, device=input_device)
+    mean = torch.zeros(1, 3, 1, 1, device=input_device)
+    std = torch.ones(1, 3, 1, 1, device=input_device)
+    g = torch.randn(1, 3, 2, 2, device=grad_device)
+    with pytest.raises((ValueError, RuntimeError), match=r"grad.* is on"):
+        ops.normalize_tensor_backward.default(g, x, mean, std, 1.0, [True, True, True])

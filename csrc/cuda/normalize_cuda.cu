@@ -153,6 +153,7 @@ at::Tensor normalize_cuda(const at::Tensor& input, c10::ArrayRef<double> mean, c
   const auto coef_strides = list_stat_strides(input, mean, std, dim, channels);
   if (channels > kMaxByValue) {  // too many for the kernel arguments: statistics tensors instead
     // (built on the host and copied: a copy from host memory cannot be captured into a CUDA graph)
+    const c10::cuda::CUDAGuard guard(input.device());  // the capture status is the input device's stream's
     TORCH_CHECK(!cuda::stream_capturing(), "tensorops: normalize: mean/std: more than ", kMaxByValue,
                 " values given as numbers cannot be used while capturing a CUDA graph (they are copied from host "
                 "memory); pass them as CUDA tensors (normalize with tensor mean/std) instead, got ", channels);
