@@ -366,9 +366,16 @@ def test_graph_capture_of_normalize_with_many_number_statistics_is_a_clear_error
     mean, std = [0.5] * 70, [0.25] * 70
     _norm_list(x, mean, std)  # eager: fine
     graph = torch.cuda.CUDAGraph()
-    with pytest.raises(RuntimeError, match="capturing a CUDA graph"):
-        with torch.cuda.graph(graph):
-            _norm_list(x, mean, std)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        graph.capture_begin()
+        try:
+            with pytest.raises(RuntimeError, match="capturing a CUDA graph"):
+                _norm_list(x, mean, std)
+        finally:
+            graph.capture_end()  # nothing was captured
+    torch.cuda.current_stream().wait_stream(side)
 
 
 # ---- argument checks that need two devices ---------------------------------------------------------------------------
