@@ -111,7 +111,7 @@ declare -A MIN_S=([gpu]=3 [build]=20 [tests]=20 [bench]=15 [memcheck]=15 [racech
 if [[ -n "${GPU_CHECK_MIN_S:-}" ]]; then  # the plumbing tests use short deadlines: one minimum for every step
     for s in "${!MIN_S[@]}"; do MIN_S[$s]=$GPU_CHECK_MIN_S; done
 fi
-declare -A MAX_S=([gpu]=30 [build]=240 [tests]=200 [bench]=90 [memcheck]=60 [racecheck]=60)
+declare -A MAX_S=([gpu]=30 [build]=240 [tests]=200 [bench]=90 [memcheck]=120 [racecheck]=120)
 
 CURRENT=""
 CHILD=""
@@ -284,7 +284,9 @@ step_build() {
 }
 
 step_tests() {
-    # benchmarks.gpu_summary is also a pytest plugin: it writes OUTDIR/collected.json (the -m cuda counts)
+    # benchmarks.gpu_summary is also a pytest plugin: it writes OUTDIR/collected.json (the -m cuda counts) and
+    # OUTDIR/test_progress.jsonl (each outcome as it comes: what a run stopped at the deadline leaves)
+    rm -f "$OUTDIR/test_progress.jsonl" "$OUTDIR/junit.xml"
     if ((DRY_RUN)); then
         "$PYTHON" -m pytest tests -m cuda --collect-only -q -p no:cacheprovider -p benchmarks.gpu_summary
     else

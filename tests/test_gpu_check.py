@@ -267,3 +267,36 @@ def test_dry_run_collects_the_cuda_tests_and_exits_0(tmp_path):
     assert [x["name"] for x in s["steps"]] == ["gpu", "build", "tests", "bench", "memcheck", "racecheck"]
     assert s["cuda_tests_collected"] > 100  # every device-parametrized test's cuda half, and the GPU-only files
     assert 0 < s["cuda_large_tests_collected"] < s["cuda_tests_collected"]
+
+
+def test_a_test_run_stopped_at_the_deadline_still_counts_what_ran(fake_repo, tmp_path):
+    (fake_repo / "tests").mkdir()
+    (fake_repo / "tests" / "test_fake.py").write_text(textwrap.dedent("""\
+        import time
+        import pytest
+
+        @pytest.mark.cuda
+        def test_ok():
+            pass
+
+        @pytest.mark.cuda
+        def test_broken():
+            assert False
+
+        @pytest.mark.cuda
+        def test_hangs():
+            time.sleep(120)
+
+        def test_not_gpu():
+            pass
+        """))
+    (fake_repo / "pytest.ini").write_text("[pytest]\nmarkers =\n    cuda: gpu\n")
+    out = tmp_path / "out"
+    r = _run_script(["--deadline", "20", "--steps", "tests", str(out)], script=_fake_script(fake_repo))
+    assert r.returncode == 1
+    assert _statuses(out) == {"tests": "timeout"}
+    s = _summary(out)
+    assert s["cuda_tests_collected"] == 3  # -m cuda: not test_not_gpu
+    assert (s["tests_passed"], s["tests_failed"]) == (1, 1)
+    assert s["tests"]["partial"] and any("did not finish" in p for p in s["problems"])
+    assert "INCOMPLETE" in (out / "summary.txt").read_text()
