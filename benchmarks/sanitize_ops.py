@@ -38,6 +38,20 @@ def _close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> None:
                                msg=lambda m: f"{what}: {m}")
 
 
+class _deterministic:
+    """torch.use_deterministic_algorithms(on) inside the block."""
+
+    def __init__(self, on: bool) -> None:
+        self.on = on
+
+    def __enter__(self) -> None:
+        self.before = torch.are_deterministic_algorithms_enabled()
+        torch.use_deterministic_algorithms(self.on)
+
+    def __exit__(self, *exc) -> None:
+        torch.use_deterministic_algorithms(self.before)
+
+
 def _unaligned(shape, dtype, device, low=0, high=256) -> torch.Tensor:
     """A tensor of ``shape`` whose data starts one element into its storage (a misaligned pointer)."""
     n = 1
@@ -130,6 +144,20 @@ def run_normalize(device: torch.device) -> None:
         _close(gx, (1 / torch.tensor(STD, device=device)).view(3, 1, 1).expand(3, 3, 4), "normalize grad list stats")
     _call("normalize float32 backward with sequence stats", backward_list_stats)
 
+    for entries, deterministic in ((600, False), (5, True), (600, True)):
+        def backward_many(entries=entries, deterministic=deterministic):
+            # > 512 entries: global atomics; deterministic mode: torch's reductions sum the statistics' gradients
+            x = torch.randn(2, entries, 3, device=device, requires_grad=True)
+            m = torch.randn(1, entries, 1, device=device, requires_grad=True)
+            s = (torch.rand(1, entries, 1, device=device) + 0.5).requires_grad_()
+            g = torch.randn(2, entries, 3, device=device)
+            with _deterministic(deterministic):
+                got = torch.autograd.grad(tensorops.normalize(x, m, s), (x, m, s), g)
+            want = torch.autograd.grad((x - m) / s, (x, m, s), g)
+            for a, b, name in zip(got, want, ("input", "mean", "std")):
+                _close(a, b, f"normalize backward grad {name}, {entries} entries")
+        _call(f"normalize backward, {entries} statistics entries, deterministic={deterministic}", backward_many)
+
 
 # ---------------------------------------------------------------------------------------------------- clamp
 
@@ -205,6 +233,20 @@ def run_clamp(device: torch.device) -> None:
         (want,) = torch.autograd.grad(torch.clamp(x, -0.5, 0.5).sum(), (x,))
         _close(gx, want, "clamp backward scalar bounds")
     _call("clamp float32 backward, scalar bounds", backward_scalar)
+
+    for entries, deterministic in ((3000, False), (3, True), (3000, True)):
+        def backward_many(entries=entries, deterministic=deterministic):
+            # > 2048 bound entries: global atomics; deterministic mode: per-element terms summed by torch
+            x = torch.randn(5, entries, device=device, requires_grad=True)
+            lo = (torch.randn(entries, device=device) - 0.5).requires_grad_()
+            hi = (lo.detach() + 1).requires_grad_()
+            g = torch.randn(5, entries, device=device)
+            with _deterministic(deterministic):
+                got = torch.autograd.grad(tensorops.clamp(x, lo, hi), (x, lo, hi), g)
+            want = torch.autograd.grad(torch.clamp(x, lo, hi), (x, lo, hi), g)
+            for a, b, name in zip(got, want, ("input", "min", "max")):
+                _close(a, b, f"clamp backward grad {name}, {entries} entries")
+        _call(f"clamp backward, {entries} bound entries, deterministic={deterministic}", backward_many)
 
 
 # ---------------------------------------------------------------------------------------------------- cat/split

@@ -18,7 +18,11 @@ requires_cuda_kernels = pytest.mark.skipif(
     not (HAS_CUDA and tensorops.build_info()["cuda"]), reason="needs a GPU and tensorops built with CUDA kernels"
 )
 
-DEVICES = ["cpu", pytest.param("cuda", marks=requires_cuda_kernels)]
+# Every GPU-only test carries the `cuda` marker (registered in pyproject.toml), so `pytest -m cuda` selects all of
+# them; tests/test_gpu_marks.py checks that no test skipped here for want of a GPU lacks it.
+cuda = pytest.mark.cuda
+CUDA_PARAM = pytest.param("cuda", marks=[requires_cuda_kernels, cuda])
+DEVICES = ["cpu", CUDA_PARAM]
 
 
 @pytest.fixture(params=DEVICES)

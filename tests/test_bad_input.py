@@ -311,6 +311,7 @@ def _param(row: Row):
         marks.append(needs(op))
     if row.gpu:
         marks.append(pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (mixed devices)"))
+        marks.append(pytest.mark.cuda)
     return pytest.param(row, id=row.id, marks=marks)
 
 

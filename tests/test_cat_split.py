@@ -131,6 +131,7 @@ def test_alignment_paths(device):
 
 
 @requires_cuda_kernels
+@pytest.mark.cuda
 def test_cuda_one_launch():
     xs = [make((64 + k % 3,), device="cuda", seed=k % 10) for k in range(5000)]
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
@@ -254,6 +255,7 @@ def test_cat_mixed_devices_meta():
 
 
 @requires_cuda_kernels
+@pytest.mark.cuda
 def test_cat_mixed_devices_cuda():
     xs = [make((2, 3), device="cuda"), make((2, 3)), make((2, 3), device="cuda")]
     with pytest.raises(RuntimeError, match=r"tensors\[1\]"):

@@ -290,6 +290,7 @@ def test_direct_op_errors_name_argument():
         ops.clamp_backward.default(torch.randn(4), torch.randn(3), torch.zeros(3), None, [True, True, False])
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU to put a bound on another device")
 def test_bound_on_other_device():
     x = torch.randn(3, device="cuda")

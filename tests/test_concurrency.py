@@ -346,6 +346,7 @@ def test_torchscript_through_torch_ops():
 
 # ---- CUDA: streams, graphs, a second device ------------------------------------------------------------------------
 @requires_gpu
+@pytest.mark.cuda
 @pytest.mark.parametrize("name", case_params())
 def test_cuda_non_default_stream(name):
     case = CASES[name]
@@ -365,6 +366,7 @@ def test_cuda_non_default_stream(name):
 
 
 @requires_gpu
+@pytest.mark.cuda
 @pytest.mark.parametrize("name", case_params())
 def test_cuda_graph_capture(name):
     case = CASES[name]
@@ -388,6 +390,7 @@ def test_cuda_graph_capture(name):
 
 
 @requires_two_gpus
+@pytest.mark.cuda
 @pytest.mark.parametrize("name", case_params())
 def test_cuda_second_device(name):
     case = CASES[name]

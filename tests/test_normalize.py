@@ -405,6 +405,7 @@ def test_direct_op_checks_name_the_argument():
             x, torch.zeros(1, 3, 1, 1), torch.ones(1, 2, 1, 1), 1.0, torch.float32, torch.preserve_format)
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU to put tensors on two devices")
 def test_mixed_devices():
     x = torch.zeros(1, 3, 2, 2, dtype=torch.uint8, device="cuda")

@@ -59,9 +59,10 @@ __device__ __forceinline__ acc_t clamp_value(acc_t v, acc_t lo, acc_t hi) {
 }
 
 // ---- forward -----------------------------------------------------------------------------------------------
-// Contiguous input and output, number bounds: aligned vector loads and stores of kVec elements.
+// Contiguous input and output, number bounds: aligned vector loads and stores of kVec elements. No __restrict__:
+// the in-place op (clamp_scalar_) passes one pointer as both out and x.
 template <typename scalar_t, typename index_t, bool HasLo, bool HasHi>
-__global__ void clamp_scalar_contig_kernel(scalar_t* __restrict__ out, const scalar_t* __restrict__ x, index_t n,
+__global__ void clamp_scalar_contig_kernel(scalar_t* out, const scalar_t* x, index_t n,
                                            typename Acc<scalar_t>::type lo, typename Acc<scalar_t>::type hi) {
   using acc_t = typename Acc<scalar_t>::type;
   using V = cuda::Vec<scalar_t, kVec>;
@@ -120,15 +121,11 @@ template <typename scalar_t, bool HasLo, bool HasHi, bool TensorBounds>
 void launch_strided(const Plan<4>& p, scalar_t* out, const scalar_t* x, const scalar_t* lo, const scalar_t* hi,
                     typename Acc<scalar_t>::type lo_v, typename Acc<scalar_t>::type hi_v) {
   const auto stream = c10::cuda::getCurrentCUDAStream();
-  const unsigned int blocks = cuda::blocks_for(p.numel, static_cast<int64_t>(kThreads) * kVec);
-  if (cuda::fits_int32(p)) {
-    clamp_strided_kernel<scalar_t, int32_t, HasLo, HasHi, TensorBounds>
+  cuda::launch_indexed(p, static_cast<int64_t>(kThreads) * kVec, [&](auto index_tag, unsigned int blocks) {
+    clamp_strided_kernel<scalar_t, decltype(index_tag), HasLo, HasHi, TensorBounds>
         <<<blocks, kThreads, 0, stream>>>(p, out, x, lo, hi, lo_v, hi_v);
-  } else {
-    clamp_strided_kernel<scalar_t, int64_t, HasLo, HasHi, TensorBounds>
-        <<<blocks, kThreads, 0, stream>>>(p, out, x, lo, hi, lo_v, hi_v);
-  }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
 }
 
 at::Tensor clamp_tensor_impl(const at::Tensor& inplace, const at::Tensor& input, const std::optional<at::Tensor>& min,
@@ -169,14 +166,12 @@ at::Tensor clamp_scalar_impl(const at::Tensor& inplace, const at::Tensor& input,
     with_bounds(min.has_value(), max.has_value(), [&]<bool L, bool H>() {
       if (contiguous) {
         const auto stream = c10::cuda::getCurrentCUDAStream();
-        const unsigned int blocks = cuda::blocks_for(n, static_cast<int64_t>(kThreads) * kVec);
-        if (n + static_cast<int64_t>(kThreads) * kVec < (int64_t{1} << 31)) {
-          clamp_scalar_contig_kernel<scalar_t, int32_t, L, H>
-              <<<blocks, kThreads, 0, stream>>>(out, x, static_cast<int32_t>(n), lo, hi);
-        } else {
-          clamp_scalar_contig_kernel<scalar_t, int64_t, L, H><<<blocks, kThreads, 0, stream>>>(out, x, n, lo, hi);
-        }
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        cuda::launch_indexed(n, static_cast<int64_t>(kThreads) * kVec, [&](auto index_tag, unsigned int blocks) {
+          using index_t = decltype(index_tag);
+          clamp_scalar_contig_kernel<scalar_t, index_t, L, H>
+              <<<blocks, kThreads, 0, stream>>>(out, x, static_cast<index_t>(n), lo, hi);
+          C10_CUDA_KERNEL_LAUNCH_CHECK();
+        });
       } else {
         const Plan<4> p = make_plan<4>(f.out.sizes(), {f.out.strides(), f.x.strides(), f.x.strides(), f.x.strides()});
         launch_strided<scalar_t, L, H, false>(p, out, x, x, x, lo, hi);
@@ -224,11 +219,12 @@ __device__ __forceinline__ void warp_accumulate(sum_t* buf, index_t k, sum_t v) 
 
 // Operands: 0 grad_input's layout (or a dense stand-in), 1 grad, 2 x, 3 lo entry, 4 hi entry.
 // Shared: partial sums of the block in shared memory, written to partial[blockIdx.x][klo + khi]; else global
-// atomics straight into partial[klo + khi].
+// atomics straight into partial[klo + khi]. Deterministic mode (want_sums false, terms_lo/terms_hi given): every
+// element's gradient term is written at its dense offset, for torch's fixed-order reductions to sum.
 template <typename scalar_t, typename sum_t, typename index_t, bool HasLo, bool HasHi, bool Shared>
 __global__ void clamp_backward_kernel(TENSOROPS_GRID_CONSTANT const Plan<5> p, scalar_t* gi, const scalar_t* g, const scalar_t* x,
                                       const scalar_t* lo, const scalar_t* hi, int64_t klo, int64_t khi,
-                                      bool want_sums, sum_t* partial) {
+                                      bool want_sums, sum_t* partial, sum_t* terms_lo, sum_t* terms_hi) {
   using acc_t = typename Acc<scalar_t>::type;
   extern __shared__ unsigned char smem_raw[];
   sum_t* smem = reinterpret_cast<sum_t*>(smem_raw);
@@ -258,6 +254,8 @@ __global__ void clamp_backward_kernel(TENSOROPS_GRID_CONSTANT const Plan<5> p, s
       if (gi) gi[off[0]] = static_cast<scalar_t>(math::clamp_grad_input<acc_t, HasLo, HasHi, false>(gv, v, l, h));
       if (HasLo) dlo = static_cast<sum_t>(math::clamp_grad_min<acc_t, HasHi>(gv, v, l, h));
       if (HasHi) dhi = static_cast<sum_t>(math::clamp_grad_max<acc_t, HasLo>(gv, v, l, h));
+      if (HasLo && terms_lo) terms_lo[off[0]] = dlo;
+      if (HasHi && terms_hi) terms_hi[off[0]] = dhi;
     }
     if (want_sums) {
       if (HasLo) warp_accumulate(acc_lo, a, dlo);
@@ -317,39 +315,51 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> clamp_backward_cuda(const at::Ten
   if (b.done) return {b.grad_input, b.grad_min, b.grad_max};
   const Plan<5> p =
       make_plan<5>(b.g.sizes(), {b.dense.strides(), b.g.strides(), b.x.strides(), b.lo_idx, b.hi_idx});
-  const bool want_sums = b.want_lo || b.want_hi;
+  const bool any_sums = b.want_lo || b.want_hi;
+  // The kernel sums the bounds' gradients with float atomics (their order varies from run to run). Under
+  // torch.use_deterministic_algorithms(True) it writes each element's term instead and torch's reductions,
+  // which are deterministic, sum them.
+  const bool deterministic = any_sums && at::globalContext().deterministicAlgorithms();
+  const bool want_sums = any_sums && !deterministic;
   const int64_t klo = b.has_min ? b.lo.numel() : 0, khi = b.has_max ? b.hi.numel() : 0;
   const int64_t K = klo + khi;
   const bool shared = K <= kSharedEntries;
   const auto stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, b.T, "tensorops_clamp_backward_cuda", [&] {
     using sum_t = std::conditional_t<std::is_same_v<scalar_t, double>, double, float>;
-    const auto sum_dtype = c10::CppTypeToScalarType<sum_t>::value;
+    const auto sum_opts = b.g.options().dtype(c10::CppTypeToScalarType<sum_t>::value);
     scalar_t* gi = mask[0] ? b.grad_input.data_ptr<scalar_t>() : nullptr;
     const scalar_t* lp = b.has_min ? b.lo.const_data_ptr<scalar_t>() : nullptr;
     const scalar_t* hp = b.has_max ? b.hi.const_data_ptr<scalar_t>() : nullptr;
-    const int64_t full_blocks = cuda::blocks_for(p.numel, kThreads);
     // shared-memory partials: a few blocks per SM, each looping over the data; global atomics: enough blocks
-    const int64_t blocks = shared && want_sums ? std::min<int64_t>(full_blocks, 4 * sm_count(b.g)) : full_blocks;
-    at::Tensor partial = want_sums ? (shared ? at::empty({blocks * K}, b.g.options().dtype(sum_dtype))
-                                             : at::zeros({K}, b.g.options().dtype(sum_dtype)))
-                                   : at::empty({0}, b.g.options().dtype(sum_dtype));
+    const int64_t max_blocks = shared && want_sums ? 4 * sm_count(b.g) : int64_t{1} << 24;
+    const IndexedLaunch grid = pick_indexed_launch(p.numel, p.max_offset(), kThreads, max_blocks);
+    const int64_t blocks = grid.blocks;
+    at::Tensor partial = want_sums ? (shared ? at::empty({blocks * K}, sum_opts) : at::zeros({K}, sum_opts))
+                                   : at::empty({0}, sum_opts);
     sum_t* pp = want_sums ? partial.data_ptr<sum_t>() : nullptr;
+    auto terms = [&](bool wanted) {  // dense, in the walked layout (offset 0 of the plan)
+      return wanted ? at::empty_strided(b.dense.sizes(), b.dense.strides(), sum_opts) : at::Tensor();
+    };
+    at::Tensor terms_lo = terms(deterministic && b.want_lo), terms_hi = terms(deterministic && b.want_hi);
+    sum_t* tlo = terms_lo.defined() ? terms_lo.data_ptr<sum_t>() : nullptr;
+    sum_t* thi = terms_hi.defined() ? terms_hi.data_ptr<sum_t>() : nullptr;
     const size_t smem = shared && want_sums ? static_cast<size_t>(K) * sizeof(sum_t) : 0;
-    const bool i32 = cuda::fits_int32(p);
     with_bounds(b.has_min, b.has_max, [&]<bool L, bool H>() {
       auto launch = [&](auto index_tag, auto shared_tag) {
         using index_t = decltype(index_tag);
         constexpr bool S = decltype(shared_tag)::value;
         clamp_backward_kernel<scalar_t, sum_t, index_t, L, H, S><<<static_cast<unsigned int>(blocks), kThreads, smem, stream>>>(
-            p, gi, b.g.const_data_ptr<scalar_t>(), b.x.const_data_ptr<scalar_t>(), lp, hp, klo, khi, want_sums, pp);
+            p, gi, b.g.const_data_ptr<scalar_t>(), b.x.const_data_ptr<scalar_t>(), lp, hp, klo, khi, want_sums, pp,
+            tlo, thi);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       };
-      if (shared) {
-        if (i32) launch(int32_t{}, std::true_type{}); else launch(int64_t{}, std::true_type{});
-      } else {
-        if (i32) launch(int32_t{}, std::false_type{}); else launch(int64_t{}, std::false_type{});
-      }
+      cuda::with_index_type(grid.use_int32, [&](auto index_tag) {
+        if (shared)
+          launch(index_tag, std::true_type{});
+        else
+          launch(index_tag, std::false_type{});
+      });
     });
     if (want_sums) {
       scalar_t* glo = b.want_lo ? b.grad_min.data_ptr<scalar_t>() : nullptr;
@@ -359,6 +369,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> clamp_backward_cuda(const at::Ten
           <<<cuda::blocks_for(K, kThreads), kThreads, 0, stream>>>(pp, nblocks, klo, khi, glo, ghi);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
+    if (terms_lo.defined()) b.grad_min.copy_(terms_lo.sum_to_size(b.grad_min.sizes()));
+    if (terms_hi.defined()) b.grad_max.copy_(terms_hi.sum_to_size(b.grad_max.sizes()));
   });
   return {b.grad_input, b.grad_min, b.grad_max};
 }
@@ -374,16 +386,12 @@ at::Tensor clamp_scalar_backward_cuda(const at::Tensor& grad, const at::Tensor& 
     using acc_t = typename Acc<scalar_t>::type;
     const acc_t lo = min ? min->to<acc_t>() : acc_t(0);
     const acc_t hi = max ? max->to<acc_t>() : acc_t(0);
-    const unsigned int blocks = cuda::blocks_for(p.numel, kThreads);
     with_bounds(min.has_value(), max.has_value(), [&]<bool L, bool H>() {
-      if (cuda::fits_int32(p)) {
-        clamp_scalar_backward_kernel<scalar_t, int32_t, L, H><<<blocks, kThreads, 0, stream>>>(
+      cuda::launch_indexed(p, kThreads, [&](auto index_tag, unsigned int blocks) {
+        clamp_scalar_backward_kernel<scalar_t, decltype(index_tag), L, H><<<blocks, kThreads, 0, stream>>>(
             p, b.grad_input.data_ptr<scalar_t>(), b.g.const_data_ptr<scalar_t>(), input.const_data_ptr<scalar_t>(), lo, hi);
-      } else {
-        clamp_scalar_backward_kernel<scalar_t, int64_t, L, H><<<blocks, kThreads, 0, stream>>>(
-            p, b.grad_input.data_ptr<scalar_t>(), b.g.const_data_ptr<scalar_t>(), input.const_data_ptr<scalar_t>(), lo, hi);
-      }
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      });
     });
   });
   return b.grad_input;

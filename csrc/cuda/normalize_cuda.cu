@@ -87,24 +87,38 @@ __global__ void normalize_kernel(TENSOROPS_GRID_CONSTANT const Plan<4> plan, con
   }
 }
 
-// One launch for an (input, output) dtype pair; 32-bit index math when every offset fits.
+// One launch for an (input, output) dtype pair; index width and grid from cuda::launch_indexed.
 template <typename in_t, typename out_t, typename acc_t, bool kTensorStats>
 void launch_typed(const Plan<4>& plan, at::Tensor& out, const at::Tensor& input, bool same_order,
                   bool coefs_per_vec, const Coefs<acc_t>& coefs, const acc_t* mean, const acc_t* std, acc_t scale,
                   cudaStream_t stream) {
   const bool vectorized = same_order && cuda::aligned_to(input.const_data_ptr(), sizeof(in_t) * kVec) &&
                           cuda::aligned_to(out.mutable_data_ptr(), sizeof(out_t) * kVec);
-  const unsigned int blocks = cuda::blocks_for(plan.numel, int64_t{kThreads} * kVec);
   const in_t* x = input.const_data_ptr<in_t>();
   out_t* y = out.mutable_data_ptr<out_t>();
-  if (cuda::fits_int32(plan)) {
-    normalize_kernel<in_t, out_t, acc_t, int32_t, kTensorStats><<<blocks, kThreads, 0, stream>>>(
+  cuda::launch_indexed(plan, int64_t{kThreads} * kVec, [&](auto index_tag, unsigned int blocks) {
+    using index_t = decltype(index_tag);
+    normalize_kernel<in_t, out_t, acc_t, index_t, kTensorStats><<<blocks, kThreads, 0, stream>>>(
         plan, x, y, coefs, mean, std, scale, vectorized, coefs_per_vec);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+}
+
+// The output dtypes an accumulation dtype serves (acc_dtype(out)): float64 for float64, float32 for the rest.
+// Deriving one from the other halves the instantiations (no float64 output computed in float32 or vice versa).
+template <typename acc_t, typename F>
+void dispatch_out_for_acc(at::ScalarType out, const F& f) {
+  if constexpr (std::is_same_v<acc_t, double>) {
+    TORCH_CHECK(out == at::kDouble, "tensorops: normalize: internal: float64 accumulation for ", out);
+    f(double{});
   } else {
-    normalize_kernel<in_t, out_t, acc_t, int64_t, kTensorStats><<<blocks, kThreads, 0, stream>>>(
-        plan, x, y, coefs, mean, std, scale, vectorized, coefs_per_vec);
+    switch (out) {
+      case at::kFloat: f(float{}); break;
+      case at::kHalf: f(at::Half{}); break;
+      case at::kBFloat16: f(at::BFloat16{}); break;
+      default: TORCH_CHECK(false, "tensorops: normalize: internal: float32 accumulation for ", out);
+    }
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // Launch for any (input, output) dtype pair; `stats` is either by-value coefficients or mean/std tensors.
@@ -122,9 +136,9 @@ void launch(at::Tensor& out, const at::Tensor& input, c10::IntArrayRef mean_stri
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND4(at::kByte, at::kUInt16, at::kHalf, at::kBFloat16, input.scalar_type(), "normalize_cuda", [&] {
     using in_t = scalar_t;
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "normalize_cuda_out", [&] {
-      launch_typed<in_t, scalar_t, acc_t, kTensorStats>(plan, out, input, same_order, coefs_per_vec, coefs, mean,
-                                                        std, scale, stream);
+    dispatch_out_for_acc<acc_t>(out.scalar_type(), [&](auto out_tag) {
+      launch_typed<in_t, decltype(out_tag), acc_t, kTensorStats>(plan, out, input, same_order, coefs_per_vec, coefs,
+                                                                 mean, std, scale, stream);
     });
   });
 }
@@ -138,6 +152,11 @@ at::Tensor normalize_cuda(const at::Tensor& input, c10::ArrayRef<double> mean, c
   int64_t channels = 0;
   const auto coef_strides = list_stat_strides(input, mean, std, dim, channels);
   if (channels > kMaxByValue) {  // too many for the kernel arguments: statistics tensors instead
+    // (built on the host and copied: a copy from host memory cannot be captured into a CUDA graph)
+    const c10::cuda::CUDAGuard guard(input.device());  // the capture status is the input device's stream's
+    TORCH_CHECK(!cuda::stream_capturing(), "tensorops: normalize: mean/std: more than ", kMaxByValue,
+                " values given as numbers cannot be used while capturing a CUDA graph (they are copied from host "
+                "memory); pass them as CUDA tensors (normalize with tensor mean/std) instead, got ", channels);
     const auto acc = acc_dtype(dtype);
     std::vector<int64_t> shape(input.dim(), 1);
     shape[dim] = channels;
@@ -237,40 +256,47 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> normalize_tensor_backward_cuda(
   Backward bw = backward_setup(grad, input, mean, std, mask);
   at::Tensor &grad_input = bw.grad_input, &grad_mean = bw.grad_mean, &grad_std = bw.grad_std;
   if (input.numel() == 0) return {grad_input, grad_mean, grad_std};
-  const bool stats = bw.stats;
   const auto& shape = bw.shape;
   const auto acc = bw.acc;
+  // The kernel's statistics sums use float atomics (their order varies from run to run). Under
+  // torch.use_deterministic_algorithms(True) the kernel writes grad_input only and the sums come from torch's
+  // own reductions, which are deterministic.
+  const bool deterministic = bw.stats && at::globalContext().deterministicAlgorithms();
+  const bool kernel_stats = bw.stats && !deterministic;
   // operands: 0 the dense layout walked, 1 grad, 2 input, 3 statistics entry
   const Plan<4> plan =
       make_plan<4>(input.sizes(), {bw.dense.strides(), grad.strides(), input.strides(), broadcast_strides(shape)});
   const c10::cuda::CUDAGuard guard(input.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES(acc, "normalize_backward_cuda", [&] {
-    using acc_t = scalar_t;
+  // acc_dtype(grad): float64 accumulation for float64 grads, float32 for the rest
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(), "normalize_backward_grad", [&] {
+    using g_t = scalar_t;
+    using acc_t = std::conditional_t<std::is_same_v<g_t, double>, double, float>;
     const at::Tensor m = mean.to(acc).expand(shape).contiguous();
     const at::Tensor s = std.to(acc).expand(shape).contiguous();
     const int64_t K = m.numel();
-    at::Tensor sums = at::zeros({2 * K}, input.options().dtype(acc));
-    const size_t smem = stats && K <= kMaxSharedEntries ? 2 * K * sizeof(acc_t) : 0;
-    const unsigned int blocks = cuda::blocks_for(plan.numel, kThreads * 4);
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(), "normalize_backward_grad", [&] {
-      using g_t = scalar_t;
+    at::Tensor sums = at::zeros({kernel_stats ? 2 * K : 0}, input.options().dtype(acc));
+    const size_t smem = kernel_stats && K <= kMaxSharedEntries ? 2 * K * sizeof(acc_t) : 0;
+    if (mask[0] || kernel_stats) {
       AT_DISPATCH_FLOATING_TYPES_AND4(at::kByte, at::kUInt16, at::kHalf, at::kBFloat16, input.scalar_type(), "normalize_backward_in", [&] {
         using in_t = scalar_t;
         in_t* gi = mask[0] ? grad_input.mutable_data_ptr<in_t>() : nullptr;
-        if (cuda::fits_int32(plan)) {
-          normalize_backward_kernel<g_t, in_t, acc_t, int32_t><<<blocks, kThreads, smem, stream>>>(
+        cuda::launch_indexed(plan, int64_t{kThreads} * 4, [&](auto index_tag, unsigned int blocks) {
+          using index_t = decltype(index_tag);
+          normalize_backward_kernel<g_t, in_t, acc_t, index_t><<<blocks, kThreads, smem, stream>>>(
               plan, grad.const_data_ptr<g_t>(), input.const_data_ptr<in_t>(), gi, m.const_data_ptr<acc_t>(),
-              s.const_data_ptr<acc_t>(), sums.mutable_data_ptr<acc_t>(), K, static_cast<acc_t>(scale), stats);
-        } else {
-          normalize_backward_kernel<g_t, in_t, acc_t, int64_t><<<blocks, kThreads, smem, stream>>>(
-              plan, grad.const_data_ptr<g_t>(), input.const_data_ptr<in_t>(), gi, m.const_data_ptr<acc_t>(),
-              s.const_data_ptr<acc_t>(), sums.mutable_data_ptr<acc_t>(), K, static_cast<acc_t>(scale), stats);
-        }
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
+              s.const_data_ptr<acc_t>(), kernel_stats ? sums.mutable_data_ptr<acc_t>() : nullptr, K,
+              static_cast<acc_t>(scale), kernel_stats);
+          C10_CUDA_KERNEL_LAUNCH_CHECK();
+        });
       });
-    });
-    if (stats) {
+    }
+    if (deterministic) {
+      const at::Tensor g = grad.to(acc);
+      const at::Tensor y = normalize_tensor_cuda(input, m, s, scale, acc, at::MemoryFormat::Preserve);
+      sums = at::cat({g.sum_to_size(shape).reshape(-1), (g * y).sum_to_size(shape).reshape(-1)});
+    }
+    if (bw.stats) {
       normalize_stat_grads_kernel<acc_t><<<cuda::blocks_for(K, kThreads), kThreads, 0, stream>>>(
           sums.const_data_ptr<acc_t>(), s.const_data_ptr<acc_t>(), grad_mean.mutable_data_ptr<acc_t>(),
           grad_std.mutable_data_ptr<acc_t>(), K);

@@ -5,9 +5,11 @@
 #include <cstdint>
 
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include "tensorops/index_width.h"
 #include "tensorops/plan.h"
 
 // Kernel parameters read with run-time indices (the plan, by-value coefficient tables) stay in the parameter
@@ -34,15 +36,43 @@ inline bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<ui
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Blocks for `work` items of `per_block` each; kernels use grid-stride loops, so capping is safe.
+// Blocks for `work` items of `per_block` each, for loops with 64-bit counters (or none that can wrap).
 inline unsigned int blocks_for(int64_t work, int64_t per_block) {
   return static_cast<unsigned int>(std::max<int64_t>(1, std::min<int64_t>(ceil_div(work, per_block), 1 << 24)));
 }
 
-// 32-bit index math when every offset fits (a tensor over 2^31 elements takes the 64-bit path).
-template <int N>
-inline bool fits_int32(const Plan<N>& p) {
-  return p.max_offset() + kVec * static_cast<int64_t>(kThreads) < (int64_t{1} << 31);
+// Calls f(index_t{}) with int32_t or int64_t.
+template <typename F>
+void with_index_type(bool use_int32, const F& f) {
+  if (use_int32)
+    f(int32_t{});
+  else
+    f(int64_t{});
+}
+
+// Every grid-stride launch over a plan goes through here: picks the grid and the index width
+// (index_width.h: 32-bit only when every index the loop forms fits, grid-stride steps included) and calls
+// f(index_t{}, blocks). `items_per_block` = threads * elements per thread per step.
+template <int N, typename F>
+IndexedLaunch launch_indexed(const Plan<N>& p, int64_t items_per_block, const F& f,
+                             int64_t max_blocks = int64_t{1} << 24) {
+  const IndexedLaunch l = pick_indexed_launch(p.numel, p.max_offset(), items_per_block, max_blocks);
+  with_index_type(l.use_int32, [&](auto index_tag) { f(index_tag, static_cast<unsigned int>(l.blocks)); });
+  return l;
+}
+
+// The same for a flat loop over n elements (offsets are the indices themselves).
+template <typename F>
+IndexedLaunch launch_indexed(int64_t n, int64_t items_per_block, const F& f, int64_t max_blocks = int64_t{1} << 24) {
+  const IndexedLaunch l = pick_indexed_launch(n, n, items_per_block, max_blocks);
+  with_index_type(l.use_int32, [&](auto index_tag) { f(index_tag, static_cast<unsigned int>(l.blocks)); });
+  return l;
+}
+
+// Whether the current stream is being captured into a CUDA graph (host-to-device copies from host memory
+// would then be replayed from whatever that memory holds at replay time).
+inline bool stream_capturing() {
+  return c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
 }
 
 }  // namespace cuda

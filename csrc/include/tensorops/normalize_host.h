@@ -110,6 +110,8 @@ inline Backward backward_setup(const at::Tensor& grad, const at::Tensor& input, 
                                const at::Tensor& std, std::array<bool, 3> mask) {
   TENSOROPS_CHECK_VALUE(grad.sizes() == input.sizes(), "grad", "has shape ", grad.sizes(), " but input has ",
                         input.sizes());
+  TENSOROPS_CHECK_VALUE(grad.device() == input.device(), "grad", "is on ", grad.device(), " but input is on ",
+                        input.device());
   Backward b;
   b.acc = acc_dtype(grad.scalar_type());
   check_input(input, b.acc);

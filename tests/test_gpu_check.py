@@ -1,0 +1,302 @@
+"""benchmarks/gpu_check.sh's plumbing, tested without a GPU and (mostly) without compiling anything: argument
+handling, one global deadline every step respects, every step running after a failed one, summary.json rewritten
+after every step and after a SIGTERM, the build command (this GPU's arch only, MAX_JOBS, in place) and the
+sanitizer steps, against a stand-in repository whose setup.py only records how it was called. The real
+`--dry-run` (installed build, `-m cuda` collection) runs once, marked slow.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "benchmarks" / "gpu_check.sh"
+
+
+def _env(env_extra=None, path_prepend=None):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("FORCE_CUDA", "MAX_JOBS", "TORCH_CUDA_ARCH_LIST", "GPU_CHECK_DEADLINE", "COMPUTE_SANITIZER")}
+    env["PYTHON"] = sys.executable
+    env["GPU_CHECK_MIN_S"] = "1"  # short deadlines in these tests: every step is worth starting with 1 s left
+    if path_prepend:
+        env["PATH"] = f"{path_prepend}{os.pathsep}{env.get('PATH', '')}"
+    env.update(env_extra or {})
+    return env
+
+
+def _run_script(args, env_extra=None, path_prepend=None, script=SCRIPT, timeout=120):
+    return subprocess.run(["bash", str(script), *args], capture_output=True, text=True,
+                          env=_env(env_extra, path_prepend), timeout=timeout)
+
+
+def _fake_bin(tmp_path: Path, name: str, body: str) -> Path:
+    d = tmp_path / "bin"
+    d.mkdir(exist_ok=True)
+    f = d / name
+    f.write_text("#!/usr/bin/env bash\n" + body)
+    f.chmod(f.stat().st_mode | stat.S_IEXEC)
+    return d
+
+
+def _summary(out: Path) -> dict:
+    return json.loads((out / "summary.json").read_text())
+
+
+def _statuses(out: Path) -> dict:
+    return {s["name"]: s["status"] for s in _summary(out)["steps"]}
+
+
+GPU_ARCH_90 = '[[ "$*" == *compute_cap* ]] && { echo "9.0"; exit 0; }; echo "fake nvidia-smi"; exit 0\n'
+
+FAKE_SETUP = """
+import json, os, sys, time
+keep = ("FORCE_CUDA", "MAX_JOBS", "TORCH_CUDA_ARCH_LIST")
+with open("build_record.json", "w") as f:
+    json.dump({"argv": sys.argv, "env": {k: os.environ.get(k) for k in keep}}, f)
+if os.environ.get("FAKE_BUILD_SLEEP"):
+    time.sleep(float(os.environ["FAKE_BUILD_SLEEP"]))
+if os.environ.get("FAKE_BUILD_FAIL"):
+    sys.exit("error: simulated compiler failure")
+os.makedirs("tensorops", exist_ok=True)
+cuda = os.environ.get("FORCE_CUDA") == "1"
+with open("tensorops/__init__.py", "w") as f:
+    f.write(f"def is_compiled(): return True\\ndef build_info(): return {{'compiled': True, 'cuda': {cuda}}}\\n")
+"""
+
+
+@pytest.fixture
+def fake_repo(tmp_path):
+    """A checkout whose setup.py only records how it was called, with the real script and summarizer."""
+    repo = tmp_path / "repo"
+    (repo / "benchmarks").mkdir(parents=True)
+    shutil.copy(SCRIPT, repo / "benchmarks" / "gpu_check.sh")
+    shutil.copy(REPO / "benchmarks" / "gpu_summary.py", repo / "benchmarks" / "gpu_summary.py")
+    (repo / "benchmarks" / "__init__.py").write_text("")
+    (repo / "setup.py").write_text(textwrap.dedent(FAKE_SETUP))
+    return repo
+
+
+def _fake_script(repo: Path) -> Path:
+    return repo / "benchmarks" / "gpu_check.sh"
+
+
+# ---- arguments ---------------------------------------------------------------------------------------------------
+def test_script_without_outdir_is_a_usage_error():
+    r = _run_script([])
+    assert r.returncode == 2
+    assert "missing OUTDIR" in r.stderr and "usage:" in r.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["a", "b"], "only one OUTDIR"),
+    (["--steps", "build,fly", "out"], "unknown step 'fly'"),
+    (["--frobnicate", "out"], "unknown option"),
+    (["out", "--steps"], "--steps needs a value"),
+    (["--deadline", "soon", "out"], "--deadline must be a positive number"),
+])
+def test_script_rejects_bad_arguments(tmp_path, args, message):
+    r = _run_script([a if a != "out" else str(tmp_path / "o") for a in args])
+    assert r.returncode == 2 and message in r.stderr
+    assert not (tmp_path / "o").exists(), "a usage error must not start any work"
+
+
+def test_script_help():
+    r = _run_script(["--help"])
+    assert r.returncode == 0 and "usage:" in r.stdout and "--dry-run" in r.stdout and "memcheck" in r.stdout
+
+
+# ---- build ---------------------------------------------------------------------------------------------------------
+def test_build_for_the_local_gpu_arch_in_place(fake_repo, tmp_path):
+    fake = _fake_bin(tmp_path, "nvidia-smi", GPU_ARCH_90)
+    out = tmp_path / "out"
+    r = _run_script(["--steps", "build", str(out)], env_extra={"MAX_JOBS": "3"}, path_prepend=fake,
+                    script=_fake_script(fake_repo))
+    assert r.returncode == 0, r.stdout + r.stderr
+    rec = json.loads((fake_repo / "build_record.json").read_text())
+    assert rec["argv"] == ["setup.py", "build_ext", "--inplace"]  # setup.py directly: pip downloads nothing
+    assert rec["env"] == {"FORCE_CUDA": "1", "MAX_JOBS": "3", "TORCH_CUDA_ARCH_LIST": "9.0"}
+    assert json.loads((out / "build_info.json").read_text()) == {"compiled": True, "cuda": True}
+    assert _statuses(out) == {"build": "ok"}
+
+
+def test_build_uses_every_core_by_default(fake_repo, tmp_path):
+    fake = _fake_bin(tmp_path, "nvidia-smi", GPU_ARCH_90)
+    r = _run_script(["--steps", "build", str(tmp_path / "out")], path_prepend=fake, script=_fake_script(fake_repo))
+    assert r.returncode == 0, r.stdout + r.stderr
+    rec = json.loads((fake_repo / "build_record.json").read_text())
+    assert int(rec["env"]["MAX_JOBS"]) == len(os.sched_getaffinity(0))  # nproc
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the fallback arch query would succeed on a GPU")
+def test_build_without_a_readable_arch_fails_before_compiling(fake_repo, tmp_path):
+    fake = _fake_bin(tmp_path, "nvidia-smi", 'echo "[N/A]"\n')
+    out = tmp_path / "out"
+    r = _run_script(["--steps", "build", str(out)], path_prepend=fake, script=_fake_script(fake_repo))
+    assert r.returncode == 1
+    assert _statuses(out) == {"build": "failed"}
+    assert "could not read the GPU's compute capability" in (out / "build.log").read_text()
+    assert not (fake_repo / "build_record.json").exists(), "setup.py must not run without an arch"
+
+
+# ---- every step runs; the deadline; the summary --------------------------------------------------------------------
+def test_a_failed_step_does_not_stop_the_later_ones(fake_repo, tmp_path):
+    fake = _fake_bin(tmp_path, "nvidia-smi", GPU_ARCH_90)
+    out = tmp_path / "out"
+    r = _run_script(["--steps", "build,tests,memcheck", str(out)], env_extra={"FAKE_BUILD_FAIL": "1"},
+                    path_prepend=fake, script=_fake_script(fake_repo))
+    assert r.returncode == 1
+    st = _statuses(out)
+    assert st["build"] == "failed" and "tests" in st and "memcheck" in st, st
+    assert "simulated compiler failure" in (out / "build.log").read_text()
+    assert "simulated compiler failure" in r.stdout  # the failing step's log tail is shown
+    s = _summary(out)
+    assert any("build failed" in p for p in s["problems"])
+    assert "build" in (out / "summary.txt").read_text()
+
+
+def test_one_global_deadline_stops_a_slow_step_and_the_rest_still_report(fake_repo, tmp_path):
+    fake = _fake_bin(tmp_path, "nvidia-smi", GPU_ARCH_90)
+    out = tmp_path / "out"
+    t = time.monotonic()
+    r = _run_script(["--deadline", "6", "--steps", "build,tests", str(out)], env_extra={"FAKE_BUILD_SLEEP": "60"},
+                    path_prepend=fake, script=_fake_script(fake_repo))
+    took = time.monotonic() - t
+    assert took < 25, f"the 6 s deadline was not kept: {took:.0f} s"
+    assert r.returncode == 1
+    st = _statuses(out)
+    assert st["build"] == "timeout", st
+    assert st["tests"] in ("skipped", "timeout", "failed"), st  # recorded, whatever little time it had
+    s = _summary(out)
+    assert s["deadline_s"] == 6
+    assert next(x for x in s["steps"] if x["name"] == "build")["seconds"] <= 8
+
+
+def test_sigterm_stops_the_step_and_leaves_the_summary(fake_repo, tmp_path):
+    fake = _fake_bin(tmp_path, "nvidia-smi", GPU_ARCH_90)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(["bash", str(_fake_script(fake_repo)), "--steps", "build,tests", str(out)],
+                            env=_env({"FAKE_BUILD_SLEEP": "60"}, fake), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (fake_repo / "build_record.json").exists():  # the build is running
+            assert time.monotonic() < deadline, "the build step never started"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143
+    assert "killed (SIGTERM) during step 'build'" in err
+    st = _statuses(out)
+    assert st == {"build": "killed"}, st
+    assert "killed" in (out / "summary.txt").read_text()
+
+
+def test_summary_exists_from_the_start(fake_repo, tmp_path):
+    fake = _fake_bin(tmp_path, "nvidia-smi", GPU_ARCH_90)
+    out = tmp_path / "out"
+    r = _run_script(["--steps", "gpu", str(out)], path_prepend=fake, script=_fake_script(fake_repo))
+    s = _summary(out)
+    assert {"steps", "deadline_s", "cuda_tests_collected", "cuda_large_tests_collected", "tests_passed",
+            "tests_failed", "sanitizer_errors", "pct_of_copy"} <= set(s)
+    assert [x["name"] for x in s["steps"]] == ["gpu"]
+    assert r.returncode == (0 if s["steps"][0]["status"] == "ok" else 1)
+
+
+# ---- sanitizer -----------------------------------------------------------------------------------------------------
+FAKE_SANITIZER = """
+if [[ "$1" == --version ]]; then echo "Compute Sanitizer fake"; exit 0; fi
+if [[ "$*" == *" -c "* ]]; then exit 0; fi   # the probe: works on this machine
+echo "args: $*"
+echo "caching: ${PYTORCH_NO_CUDA_MEMORY_CACHING:-unset}"
+echo "========= Invalid __global__ read of size 4 bytes"
+echo "========= ERROR SUMMARY: 3 errors"
+exit 1
+"""
+
+
+def test_sanitizer_steps_command_errors_and_the_next_step_still_runs(fake_repo, tmp_path):
+    fake = _fake_bin(tmp_path, "compute-sanitizer", textwrap.dedent(FAKE_SANITIZER))
+    out = tmp_path / "out"
+    r = _run_script(["--steps", "memcheck,racecheck", str(out)], path_prepend=fake, script=_fake_script(fake_repo))
+    assert r.returncode == 1
+    assert _statuses(out) == {"memcheck": "failed", "racecheck": "failed"}
+    log = (out / "memcheck.log").read_text()
+    assert "args: --tool memcheck --error-exitcode 1" in log
+    assert "-m benchmarks.sanitize_ops --device cuda" in log
+    assert "caching: 1" in log  # no caching allocator: memcheck sees each tensor's own bounds
+    assert _summary(out)["sanitizer_errors"] == {"memcheck": 3, "racecheck": 3}
+
+
+def test_a_sanitizer_that_refuses_the_device_is_recorded_unavailable(fake_repo, tmp_path):
+    fake = _fake_bin(tmp_path, "compute-sanitizer", textwrap.dedent("""\
+        if [[ "$1" == --version ]]; then echo "Compute Sanitizer fake"; exit 0; fi
+        echo "========= Error: Target application terminated before first instrumented API call"; exit 1
+        """))
+    out = tmp_path / "out"
+    r = _run_script(["--steps", "memcheck", str(out)], path_prepend=fake, script=_fake_script(fake_repo))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _statuses(out) == {"memcheck": "unavailable"}
+    s = _summary(out)
+    assert s["ok"] and s["sanitizers"]["memcheck"]["unavailable"]
+
+
+# ---- the real dry run ----------------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_dry_run_collects_the_cuda_tests_and_exits_0(tmp_path):
+    out = tmp_path / "out"
+    t = time.monotonic()
+    r = _run_script(["--dry-run", str(out)], env_extra={"GPU_CHECK_MIN_S": ""}, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert time.monotonic() - t < 180
+    s = _summary(out)
+    assert s["dry_run"] and s["deadline_s"] == 450
+    assert [x["name"] for x in s["steps"]] == ["gpu", "build", "tests", "bench", "memcheck", "racecheck"]
+    assert s["cuda_tests_collected"] > 100  # every device-parametrized test's cuda half, and the GPU-only files
+    assert 0 < s["cuda_large_tests_collected"] < s["cuda_tests_collected"]
+
+
+def test_a_test_run_stopped_at_the_deadline_still_counts_what_ran(fake_repo, tmp_path):
+    (fake_repo / "tests").mkdir()
+    (fake_repo / "tests" / "test_fake.py").write_text(textwrap.dedent("""\
+        import time
+        import pytest
+
+        @pytest.mark.cuda
+        def test_ok():
+            pass
+
+        @pytest.mark.cuda
+        def test_broken():
+            assert False
+
+        @pytest.mark.cuda
+        def test_hangs():
+            time.sleep(120)
+
+        def test_not_gpu():
+            pass
+        """))
+    (fake_repo / "pytest.ini").write_text("[pytest]\nmarkers =\n    cuda: gpu\n")
+    out = tmp_path / "out"
+    r = _run_script(["--deadline", "20", "--steps", "tests", str(out)], script=_fake_script(fake_repo))
+    assert r.returncode == 1
+    assert _statuses(out) == {"tests": "timeout"}
+    s = _summary(out)
+    assert s["cuda_tests_collected"] == 3  # -m cuda: not test_not_gpu
+    assert (s["tests_passed"], s["tests_failed"]) == (1, 1)
+    assert s["tests"]["partial"] and any("did not finish" in p for p in s["problems"])
+    assert "INCOMPLETE" in (out / "summary.txt").read_text()
