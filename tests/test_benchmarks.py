@@ -9,7 +9,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
