@@ -268,6 +268,19 @@ def test_crop_mirror_normalize_kernel_under_transforms():
     assert "tensorops::crop_mirror_normalize" in names
 
 
+@pytest.mark.parametrize("case", [(lambda x: tensorops.stack([x, x], 1), "tensorops::cat"),
+                                  (lambda x: tensorops.chunk(x, 2, 1), "tensorops::split")], ids=["stack", "chunk"])
+def test_stack_chunk_kernels_under_forward_ad(case):
+    """stack and chunk are cat and split underneath: forward AD and torch.func.grad run those kernels."""
+    fn, name = case
+    x = torch.randn(3, 4, dtype=F64)
+    _, names = kernel_ran(lambda: jvp(fn, (x,), (torch.ones_like(x),)))
+    assert name in names
+    loss = lambda x: sum(p.sum() for p in fn(x)) if isinstance(fn(x), tuple) else fn(x).sum()  # noqa: E731
+    _, names = kernel_ran(lambda: torch.func.grad(loss)(x))
+    assert name in names
+
+
 def test_forward_ad_with_input_requiring_grad():
     """A dual input that also requires grad: no NotImplementedError, tangent and gradient both as torch's."""
     x = torch.randn(3, 4, dtype=F64, requires_grad=True)
@@ -592,6 +605,11 @@ def test_registered_ops_carry_forward_ad_and_double_backward():
         (lambda d: ops.cat.default([d, d], 1), lambda d: torch.cat([d, d], 1)),
         (lambda d: ops.split.default(d, [1, 2], 0)[1], lambda d: torch.split(d, [1, 2], 0)[1]),
         (lambda d: ops.normalize.default(d, [0.5], [2.0], 1, 1.0, F64, torch.preserve_format), lambda d: (d - 0.5) / 2.0),
+        (lambda d: ops.crop_mirror_normalize_list.default(
+            [d[None], d[None, 1:]], torch.full((1, 1), 0.5, dtype=F64), torch.full((1, 1), 2.0, dtype=F64),
+            torch.tensor([[1, 0], [0, 1]]), torch.tensor([True, False]), [2, 3], -3, 1.0, F64,
+            torch.contiguous_format, 1, 0.0, False),
+         lambda d: torch.stack([d[1:3, 0:3].flip(-1), d[1:3, 1:4]])[:, None].sub(0.5).div(2.0)),
     ):
         with fwAD.dual_level():
             got = fwAD.unpack_dual(ours(fwAD.make_dual(x, t))).tangent
