@@ -108,6 +108,15 @@ def plain_eager() -> bool:
     return _fwAD._current_level < 0 and not _transforms_active() and not torch.compiler.is_compiling()
 
 
+def only_vmap() -> bool:
+    """Only torch.func.vmap levels are active (no forward AD level, no grad/jvp transform, no trace): a registered
+    op's torch.library batching rule may take the call as it is."""
+    if _fwAD._current_level >= 0 or torch.compiler.is_compiling() or not _transforms_active():
+        return False
+    stack = torch._C._functorch.get_interpreter_stack() or ()
+    return all(i.key() == torch._C._functorch.TransformType.Vmap for i in stack)
+
+
 def differentiable_backward(*tensors: Optional[torch.Tensor]) -> bool:
     """Whether a backward (or jvp) formula must itself be differentiable: double backward (create_graph), a
     torch.func transform (grad/jacrev/jacfwd/hessian run backward through their own levels), or forward AD

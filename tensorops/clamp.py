@@ -198,6 +198,8 @@ def clamp_(input: torch.Tensor, min: Bound = None, max: Bound = None) -> torch.T
         torch.ops.tensorops.clamp_.default(input, min, max)
     else:
         torch.ops.tensorops.clamp_scalar_.default(input, min, max)
+    if not torch.compiler.is_compiling():  # as torch's in-place ops: autograd sees the change
+        torch.autograd.graph.increment_version(input)
     return input
 
 

@@ -3,8 +3,8 @@ AD, torch.func's jvp / vjp / grad / jacrev / jacfwd / hessian / vmap, batched gr
 tensors, quantized and sparse inputs, out= forms and torch's error wording), compared with torch itself.
 
 The functorch checks run PyTorch's own OpInfo samples (op_db entries cat, split, split_with_sizes_copy, clamp,
-clamp_min, clamp_max), as torch's test_ops does; normalize, which torch has no OpInfo for, uses samples of its
-own against tensorops.reference.
+clamp_min, clamp_max, stack, chunk), as torch's test_ops does; normalize and crop_mirror_normalize, which torch
+has no OpInfo for, use samples of their own against tensorops.reference.
 """
 from __future__ import annotations
 
@@ -46,6 +46,8 @@ OPS = {
     ("clamp", ""): (tensorops.clamp, torch.clamp),
     ("clamp_min", ""): (lambda x, m: tensorops.clamp(x, min=m), torch.clamp_min),
     ("clamp_max", ""): (lambda x, m: tensorops.clamp(x, max=m), torch.clamp_max),
+    ("stack", ""): (tensorops.stack, torch.stack),
+    ("chunk", ""): (tensorops.chunk, lambda x, *a, **k: tuple(p.clone() for p in torch.chunk(x, *a, **k))),
 }
 
 
@@ -198,6 +200,87 @@ def test_normalize_transforms(case):
     assert torch.autograd.gradgradcheck(ours, inputs)
 
 
+# ---- crop_mirror_normalize (no OpInfo in torch): own samples against tensorops.reference ------------------------
+def _cmn_ref(images, mean, std, top_left, mirror, size, dim=-3, channels=None, fill=0.0, pad=False):
+    as_stat = lambda v: v if isinstance(v, torch.Tensor) and v.dim() == 2 else torch.as_tensor(v, dtype=F64).reshape(1, -1)  # noqa: E731
+    C = images[0].shape[dim] if not isinstance(images, torch.Tensor) else images.shape[dim]
+    return reference.crop_mirror_normalize(
+        images, as_stat(mean), as_stat(std), torch.tensor(top_left), torch.tensor(mirror), size, dim=dim, scale=1.0,
+        dtype=F64, memory_format=torch.contiguous_format, channels=channels or C, fill=fill, pad=pad)
+
+
+def _cmn_cases():
+    gen = torch.Generator().manual_seed(4)
+    x = torch.randn(2, 3, 5, 6, dtype=F64, generator=gen)
+    a, b = torch.randn(5, 6, 3, dtype=F64, generator=gen), torch.randn(4, 7, 3, dtype=F64, generator=gen)
+    m, s = torch.rand(3, dtype=F64, generator=gen), torch.rand(2, 3, dtype=F64, generator=gen) + 0.5
+    tl, mi = [[-1, 1], [3, 4]], [True, False]
+    mean, std = [0.1, 0.2, 0.3], [0.5, 0.6, 0.7]
+    cmn = tensorops.crop_mirror_normalize
+    return {
+        "batch-pad": (lambda x: cmn(x, mean, std, size=(3, 4), top_left=tl, mirror=torch.tensor(mi), pad_channels=4,
+                                    fill=0.25, out_of_bounds="pad"),
+                      lambda x: _cmn_ref(x, mean, std, tl, mi, (3, 4), channels=4, fill=0.25, pad=True),
+                      (x,)),
+        "list-hwc": (lambda a, b: cmn([a, b], mean, std, dim=-1, size=(3, 3), mirror=torch.tensor(mi)),
+                     lambda a, b: _cmn_ref([a, b], mean, std, [[1, 1], [0, 2]], mi, (3, 3), dim=-1),
+                     (a, b)),
+        "tensor-stats": (lambda x, m, s: cmn(x, m, s, size=(3, 4), mirror=torch.tensor(mi)),
+                         lambda x, m, s: _cmn_ref(x, m, s, [[1, 1], [1, 1]], mi, (3, 4)),
+                         (x, m, s)),
+    }
+
+
+@pytest.mark.parametrize("case", list(_cmn_cases()))
+def test_crop_mirror_normalize_transforms(case):
+    ours, theirs, args = _cmn_cases()[case]
+    _assert_same(ours(*args), theirs(*args), exact=False)
+    tangents = tuple(torch.randn_like(a) for a in args)
+    with fwAD.dual_level():
+        duals = [fwAD.make_dual(a, t) for a, t in zip(args, tangents)]
+        got = fwAD.unpack_dual(ours(*duals)).tangent
+        want = fwAD.unpack_dual(theirs(*duals)).tangent
+    assert got is not None
+    _assert_same(got, want, exact=False)
+    _assert_same(jvp(ours, args, tangents), jvp(theirs, args, tangents), exact=False)
+    argnums = tuple(range(len(args)))
+    _assert_same(jacrev(ours, argnums)(*args), jacrev(theirs, argnums)(*args), exact=False)
+    _assert_same(jacfwd(ours, argnums)(*args), jacrev(theirs, argnums)(*args), exact=False)
+    loss = lambda f: (lambda *a: f(*a).pow(3).sum())  # noqa: E731
+    _assert_same(torch.func.grad(loss(ours), argnums)(*args), torch.func.grad(loss(theirs), argnums)(*args), exact=False)
+    batched = [torch.stack([a, 2 * a]) for a in args]
+    _assert_same(vmap(ours)(*batched), vmap(theirs)(*batched), exact=False)
+    inputs = tuple(a.clone().requires_grad_() for a in args)
+    assert torch.autograd.gradcheck(
+        ours, inputs, check_batched_grad=True, check_forward_ad=True, check_batched_forward_grad=True
+    )
+    assert torch.autograd.gradgradcheck(ours, inputs)
+
+
+def test_crop_mirror_normalize_kernel_under_transforms():
+    """With number statistics, forward AD and torch.func run the compiled kernel (the tangent is the kernel on the
+    tangent with mean 0), and vmap of either form is one kernel call."""
+    x = torch.randn(2, 3, 5, 6, dtype=F64)
+    f = lambda x: tensorops.crop_mirror_normalize(x, 0.5, [1, 2, 4], size=(3, 3))  # noqa: E731
+    _, names = kernel_ran(lambda: jvp(f, (x,), (torch.ones_like(x),)))
+    assert "tensorops::crop_mirror_normalize" in names
+    _, names = kernel_ran(lambda: torch.func.grad(lambda x: f(x).sum())(x))
+    assert "tensorops::crop_mirror_normalize" in names
+
+
+@pytest.mark.parametrize("case", [(lambda x: tensorops.stack([x, x], 1), "tensorops::cat"),
+                                  (lambda x: tensorops.chunk(x, 2, 1), "tensorops::split")], ids=["stack", "chunk"])
+def test_stack_chunk_kernels_under_forward_ad(case):
+    """stack and chunk are cat and split underneath: forward AD and torch.func.grad run those kernels."""
+    fn, name = case
+    x = torch.randn(3, 4, dtype=F64)
+    _, names = kernel_ran(lambda: jvp(fn, (x,), (torch.ones_like(x),)))
+    assert name in names
+    loss = lambda x: sum(p.sum() for p in fn(x)) if isinstance(fn(x), tuple) else fn(x).sum()  # noqa: E731
+    _, names = kernel_ran(lambda: torch.func.grad(loss)(x))
+    assert name in names
+
+
 def test_forward_ad_with_input_requiring_grad():
     """A dual input that also requires grad: no NotImplementedError, tangent and gradient both as torch's."""
     x = torch.randn(3, 4, dtype=F64, requires_grad=True)
@@ -209,6 +292,11 @@ def test_forward_ad_with_input_requiring_grad():
         (lambda d: tensorops.cat([d, 2 * d], 1), lambda d: torch.cat([d, 2 * d], 1)),
         (lambda d: tensorops.split(d, [1, 3], 1)[1], lambda d: torch.split(d, [1, 3], 1)[1]),
         (lambda d: tensorops.normalize(d, [0.5], [2.0], dim=-1), lambda d: (d - 0.5) / 2.0),
+        (lambda d: tensorops.stack([d, 2 * d], 1), lambda d: torch.stack([d, 2 * d], 1)),
+        (lambda d: tensorops.chunk(d, 3, 1)[1], lambda d: torch.chunk(d, 3, 1)[1]),
+        (lambda d: tensorops.crop_mirror_normalize(d[None, None], [0.5], [2.0], size=(2, 3), top_left=[[1, 0]],
+                                                   mirror=torch.tensor([True])),
+         lambda d: ((d[1:3, 0:3] - 0.5) / 2.0).flip(-1)[None, None]),
     ):
         with fwAD.dual_level():
             got = ours(fwAD.make_dual(x, t))
@@ -252,6 +340,14 @@ VMAP_CASES = {
     "clamp_scalar": (lambda x: tensorops.clamp(x, -0.5, 0.5), "tensorops::clamp_scalar"),
     "cat": (lambda x: tensorops.cat([x, x * 2, x[:1]], 0), "tensorops::cat"),
     "split": (lambda x: tensorops.split(x, [1, 2], 0), "tensorops::split"),
+    "stack": (lambda x: tensorops.stack([x, x[:, :1].expand(3, 2, 4)], 1), "tensorops::cat"),
+    "chunk": (lambda x: tensorops.chunk(x, 2, -1), "tensorops::split"),
+    "crop_mirror_normalize": (lambda x: tensorops.crop_mirror_normalize(
+        x[:, None], 0.1, 0.5, size=(1, 3), top_left=[[1, 0], [0, 1], [1, 1]], mirror=torch.tensor([True, False, True])),
+        "tensorops::crop_mirror_normalize"),
+    "crop_mirror_normalize_list": (lambda x: tensorops.crop_mirror_normalize(
+        [x, x[1:]], 0.5, 2.0, dim=-1, size=(2, 2), mirror=torch.tensor([True, False])),
+        "tensorops::crop_mirror_normalize_list"),
 }
 
 
@@ -291,6 +387,10 @@ def test_hessian_and_grad_of_every_op():
         (lambda a: tensorops.cat([a, a * a], 0), lambda a: torch.cat([a, a * a], 0)),
         (lambda a: tensorops.split(a * a, [1, 2], 0)[1], lambda a: torch.split(a * a, [1, 2], 0)[1]),
         (lambda a: tensorops.normalize(a * a, [0.5], [2.0], dim=-1), lambda a: (a * a - 0.5) / 2.0),
+        (lambda a: tensorops.stack([a, a * a], 2), lambda a: torch.stack([a, a * a], 2)),
+        (lambda a: tensorops.chunk(a * a, 2, 1)[1], lambda a: torch.chunk(a * a, 2, 1)[1]),
+        (lambda a: tensorops.crop_mirror_normalize((a * a)[None, None], 0.5, 2.0, size=(2, 2), mirror=torch.tensor([True])),
+         lambda a: ((a * a)[None, None, 0:2, 1:3].flip(-1) - 0.5) / 2.0),
     ):
         loss_o = lambda a: ours(a).pow(3).sum()  # noqa: E731
         loss_t = lambda a: theirs(a).pow(3).sum()  # noqa: E731
@@ -335,8 +435,12 @@ def _meta_like(t):
         lambda d: tensorops.cat([torch.empty(2, 3, device=d), torch.empty(4, 3, dtype=F64, device=d)]),
         lambda d: tensorops.cat([torch.empty(2, 3, 4, 5, device=d).to(memory_format=torch.channels_last)] * 2, 1),
         lambda d: tensorops.split(torch.empty(5, 3, device=d), [2, 3]),
+        lambda d: tensorops.stack([torch.empty(2, 3, device=d), torch.empty(2, 3, dtype=F64, device=d)], 1),
+        lambda d: tensorops.stack([torch.empty(2, 3, 4, 5, device=d).to(memory_format=torch.channels_last)] * 3),
+        lambda d: tensorops.chunk(torch.empty(5, 7, device=d), 3, 1),
     ],
-    ids=["normalize-u8", "normalize-cl", "normalize-tensor", "clamp", "clamp-promote", "clamp_", "cat", "cat-cl", "split"],
+    ids=["normalize-u8", "normalize-cl", "normalize-tensor", "clamp", "clamp-promote", "clamp_", "cat", "cat-cl", "split",
+         "stack", "stack-cl", "chunk"],
 )
 def test_meta_tensors_like_cpu(call):
     """device="meta" works eagerly: shape, dtype and strides as on CPU (where the kernels match torch)."""
@@ -501,6 +605,11 @@ def test_registered_ops_carry_forward_ad_and_double_backward():
         (lambda d: ops.cat.default([d, d], 1), lambda d: torch.cat([d, d], 1)),
         (lambda d: ops.split.default(d, [1, 2], 0)[1], lambda d: torch.split(d, [1, 2], 0)[1]),
         (lambda d: ops.normalize.default(d, [0.5], [2.0], 1, 1.0, F64, torch.preserve_format), lambda d: (d - 0.5) / 2.0),
+        (lambda d: ops.crop_mirror_normalize_list.default(
+            [d[None], d[None, 1:]], torch.full((1, 1), 0.5, dtype=F64), torch.full((1, 1), 2.0, dtype=F64),
+            torch.tensor([[1, 0], [0, 1]]), torch.tensor([True, False]), [2, 3], -3, 1.0, F64,
+            torch.contiguous_format, 1, 0.0, False),
+         lambda d: torch.stack([d[1:3, 0:3].flip(-1), d[1:3, 1:4]])[:, None].sub(0.5).div(2.0)),
     ):
         with fwAD.dual_level():
             got = fwAD.unpack_dual(ours(fwAD.make_dual(x, t))).tangent
@@ -519,3 +628,27 @@ def test_ordinary_backward_runs_the_fused_kernels():
     m = torch.zeros(1, 5, requires_grad=True)
     _, names = kernel_ran(lambda: tensorops.normalize(x, m, torch.ones(1, 5), dim=-1).sum().backward())
     assert "tensorops::normalize_tensor_backward" in names
+
+
+@pytest.mark.parametrize("bounds", [(-0.1, 0.1), (torch.zeros(5), None)], ids=["numbers", "tensor"])
+def test_clamp_inplace_bumps_the_version_counter(bounds):
+    """The kernel path of clamp_ (single tensor and list) counts as a write, as Tensor.clamp_ does: autograd then
+    raises torch's error for a saved tensor modified in place."""
+    x, y = torch.randn(4, 5), torch.randn(4, 5)
+    vx, vy = x._version, y._version
+    _, names = kernel_ran(tensorops.clamp_, x, *bounds)
+    y.clamp_(*bounds)
+    assert names & {"tensorops::clamp_", "tensorops::clamp_scalar_"}, names
+    assert x._version - vx == y._version - vy > 0
+    if not isinstance(bounds[0], torch.Tensor):
+        xs = [torch.randn(3), torch.randn(2, 2)]
+        before = [t._version for t in xs]
+        _, names = kernel_ran(tensorops.clamp_, xs, *bounds)
+        assert "tensorops::foreach_clamp_scalar_" in names, names
+        assert all(t._version > v for t, v in zip(xs, before))
+    for inplace in (lambda t: tensorops.clamp_(t, *bounds), lambda t: t.clamp_(*bounds)):
+        a = torch.randn(4, 5, requires_grad=True)
+        saved = a.exp()  # exp saves its result for backward
+        inplace(saved.detach())  # shares the version counter
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            saved.sum().backward()

@@ -300,3 +300,33 @@ def test_forward_ad_and_vmap_match_torch(device):
     batched = torch.func.vmap(lambda a, b: tuple(tensorops.clamp([a, b], max=0.0)))(*xs)
     for o, x in zip(batched, xs):
         torch.testing.assert_close(o, x.clamp(max=0.0))
+
+
+def test_transforms_tangents_and_gradients_match_torch(device):
+    """Under forward AD and torch.func the list forms run torch's clamp tensor by tensor: tangents (in-place
+    form included), gradients and jacobians are torch's, and gradcheck with forward AD passes."""
+    import torch.autograd.forward_ad as fwAD
+
+    xs = [make((3, 4), torch.float64, device, i) for i in range(2)]
+    ts = [make((3, 4), torch.float64, device, 20 + i) for i in range(2)]
+    lo, hi = -0.5, 0.4
+    with fwAD.dual_level():
+        got = tensorops.clamp([fwAD.make_dual(x, t) for x, t in zip(xs, ts)], lo, hi)
+        want = [torch.clamp(fwAD.make_dual(x, t), lo, hi) for x, t in zip(xs, ts)]
+        for g, w in zip(got, want):
+            torch.testing.assert_close(fwAD.unpack_dual(g).tangent, fwAD.unpack_dual(w).tangent, rtol=0, atol=0)
+        duals = [fwAD.make_dual(x.clone(), t) for x, t in zip(xs, ts)]
+        tensorops.clamp_(duals, lo, hi)
+        for d, w in zip(duals, want):
+            torch.testing.assert_close(fwAD.unpack_dual(d).primal, fwAD.unpack_dual(w).primal, rtol=0, atol=0)
+            torch.testing.assert_close(fwAD.unpack_dual(d).tangent, fwAD.unpack_dual(w).tangent, rtol=0, atol=0)
+    ours = lambda a, b: tuple(tensorops.clamp([a, b], lo, hi))  # noqa: E731
+    theirs = lambda a, b: (torch.clamp(a, lo, hi), torch.clamp(b, lo, hi))  # noqa: E731
+    for o, r in zip(torch.func.jacrev(ours, (0, 1))(*xs), torch.func.jacrev(theirs, (0, 1))(*xs)):
+        torch.testing.assert_close(o, r)
+    loss = lambda f: (lambda a, b: sum(p.pow(2).sum() for p in f(a, b)))  # noqa: E731
+    for o, r in zip(torch.func.grad(loss(ours), (0, 1))(*xs), torch.func.grad(loss(theirs), (0, 1))(*xs)):
+        torch.testing.assert_close(o, r)
+    inputs = tuple((x + 0.01 * torch.rand_like(x)).requires_grad_() for x in xs)
+    assert torch.autograd.gradcheck(ours, inputs, check_batched_grad=True, check_forward_ad=True,
+                                    check_batched_forward_grad=True)
