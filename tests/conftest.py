@@ -14,6 +14,15 @@ requires_compiled = pytest.mark.skipif(
     not tensorops.is_compiled(),
     reason=f"needs the compiled extension ({tensorops.build_info().get('error')})",
 )
+# tensorops' clamp gives torch 2.14's answers in three corners where older torch (2.11, the GPU check machine's)
+# answers otherwise: a NaN number bound (2.14: NaN everywhere; 2.11: the input unchanged) and the gradients at
+# ties and NaN. Tests that pin those corners against the running torch skip on older torch, saying so.
+TORCH_MINOR = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+clamp_corners_of_torch_2_14 = pytest.mark.skipif(
+    TORCH_MINOR < (2, 14),
+    reason=f"pins torch 2.14's clamp corners (NaN number bound, gradients at ties/NaN), which tensorops follows; "
+    f"torch {torch.__version__} differs there",
+)
 requires_cuda_kernels = pytest.mark.skipif(
     not (HAS_CUDA and tensorops.build_info()["cuda"]), reason="needs a GPU and tensorops built with CUDA kernels"
 )
