@@ -95,8 +95,7 @@ def _assert_same(a, b, exact=True):
         assert isinstance(b, (list, tuple)) and len(a) == len(b)
         for x, y in zip(a, b):
             _assert_same(x, y, exact)
-        return
-    if exact:
+    elif exact:
         torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True)
     else:
         torch.testing.assert_close(a, b, equal_nan=True)
