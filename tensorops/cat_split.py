@@ -323,6 +323,21 @@ def _run_split(input: torch.Tensor, sizes: List[int], dim: int) -> Tuple[torch.T
     return tuple(_extension.differentiable_call(torch.ops.tensorops.split.default, _Split, args, (input, sizes, dim)))
 
 
+def _zeros_for_missing(tensors: Sequence[Optional[torch.Tensor]], shapes, dtype: torch.dtype) -> List[torch.Tensor]:
+    """``tensors`` with each None replaced by a broadcast zero of its shape (one 0-dim zero, expanded: no
+    memory until the cat kernel writes it). At least one entry is a tensor."""
+    zero = None
+    filled = []
+    for t, shape in zip(tensors, shapes):
+        if t is None:
+            if zero is None:
+                ref = next(x for x in tensors if x is not None)
+                zero = torch.zeros((), dtype=dtype, device=ref.device)
+            t = zero.expand(shape)
+        filled.append(t)
+    return filled
+
+
 class _Cat(torch.autograd.Function):
     """cat is linear: its gradient is tensorops' split of the output gradient and its jvp the cat of the
     tangents, both through these same differentiable ops (one pass for any number of inputs)."""
@@ -355,16 +370,7 @@ class _Cat(torch.autograd.Function):
 
     @staticmethod
     def jvp(ctx, _, *tangents):
-        zero = None
-        filled = []
-        for t, shape in zip(tangents, ctx.shapes):
-            if t is None:
-                if zero is None:
-                    ref = next(x for x in tangents if x is not None)
-                    zero = torch.zeros((), dtype=ctx.out_dtype, device=ref.device)
-                t = zero.expand(shape)
-            filled.append(t)
-        out = _run_cat(filled, ctx.wdim)
+        out = _run_cat(_zeros_for_missing(tangents, ctx.shapes, ctx.out_dtype), ctx.wdim)
         return out if out.dtype == ctx.out_dtype else out.to(ctx.out_dtype)
 
     @staticmethod
@@ -393,16 +399,7 @@ class _Split(torch.autograd.Function):
     def backward(ctx, *grads):
         if all(g is None for g in grads):
             return None, None, None
-        zero = None
-        filled = []
-        for g, shape in zip(grads, ctx.shapes):
-            if g is None:
-                if zero is None:
-                    ref = next(x for x in grads if x is not None)
-                    zero = torch.zeros((), dtype=ctx.dtype, device=ref.device)
-                g = zero.expand(shape)
-            filled.append(g)
-        return _run_cat(filled, ctx.wdim), None, None
+        return _run_cat(_zeros_for_missing(grads, ctx.shapes, ctx.dtype), ctx.wdim), None, None
 
     @staticmethod
     def jvp(ctx, t_input, *_):
