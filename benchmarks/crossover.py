@@ -20,7 +20,7 @@ from typing import Any, Dict, List
 
 import torch
 
-from benchmarks.load import BusyLoad
+from benchmarks.load import BusyLoad, save_json
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADER = os.path.join(REPO, "csrc", "include", "tensorops", "crossover.h")
@@ -110,12 +110,7 @@ def main(argv=None) -> int:
         for r in v:
             print(f"{k:13s} {r['numel']:6d}  torch {r['torch_s'] * 1e6:7.2f} us  kernel {r['kernel_s'] * 1e6:7.2f} us")
         print(f"{k}: native torch below {result['crossover'][k]} elements")
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "crossover" + (f"_load{args.load}" if args.load else "") + ".json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=1)
-        f.write("\n")
-    print(path)
+    print(save_json(args.out, "crossover", args.load, result))
     if args.write:
         write_header(result)
         print(f"wrote {HEADER}: rebuild to use it")

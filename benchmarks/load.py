@@ -10,6 +10,7 @@ Each process is a plain Python loop (one thread, no memory traffic to speak of) 
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -33,6 +34,16 @@ def loadavg() -> Optional[List[float]]:
         return [round(v, 2) for v in os.getloadavg()]
     except (AttributeError, OSError):
         return None
+
+
+def save_json(out_dir: str, name: str, load: int, data: Any) -> str:
+    """Writes ``data`` to ``out_dir/name[_loadN].json`` (the suffix names a run under ``--load N``); returns the path."""
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, name + (f"_load{load}" if load else "") + ".json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1)
+        f.write("\n")
+    return path
 
 
 class BusyLoad:

@@ -15,7 +15,6 @@ medians of interleaved rounds (threads, one thread, threads, ...).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
@@ -23,7 +22,7 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-from benchmarks.load import BusyLoad
+from benchmarks.load import BusyLoad, save_json
 
 SIZES_BYTES = [2**k for k in range(16, 27)]  # 64 KB ... 64 MB of traffic (half read, half written)
 
@@ -109,12 +108,7 @@ def main(argv=None) -> int:
     if r["cat_scan"]:
         print(f"cat scan: {r['cat_scan']['scan_ns_per_input']:.1f} ns/input = "
               f"{r['cat_scan']['cat_scan_bytes_per_input']:.0f} bytes/input")
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "parallel_policy" + (f"_load{args.load}" if args.load else "") + ".json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(r, f, indent=1)
-        f.write("\n")
-    print(path)
+    print(save_json(args.out, "parallel_policy", args.load, r))
     return 0
 
 
