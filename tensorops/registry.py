@@ -1,0 +1,74 @@
+"""The one table of tensorops' public ops and what each supports.
+
+The tests (bad-input catalogue, properties, concurrency), ``benchmarks/sanitize_ops.py`` and the benchmark
+harness read this table instead of keeping lists of their own, so a new op joins all of them by adding one
+``OpInfo`` row here (README, "Adding an op").
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, Tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class OpInfo:
+    """One public op: ``tensorops.<name>``, a drop-in for ``torch_name``.
+
+    ``family``: the op family; its benchmark cases live in ``benchmarks/<bench>.py`` and its kernels in
+    ``csrc/cpu``/``csrc/cuda`` files of that family. ``schemas``: the ``torch.ops.tensorops`` ops the function
+    calls (their CPU and CUDA kernels are what the "kernel ran" tests look for in the profiler).
+    """
+
+    name: str
+    torch_name: str
+    family: str
+    bench: str
+    schemas: Tuple[str, ...]
+    devices: Tuple[str, ...] = ("cpu", "cuda")
+    autograd: bool = True  # gradients flow (floating inputs), double backward included
+    forward_ad: bool = True  # torch.autograd.forward_ad and torch.func.jvp give torch's tangents
+    vmap: bool = True  # torch.func.vmap: one kernel call for the whole batch
+    compile: bool = True  # torch.compile(fullgraph=True) traces it
+    out: bool = False  # takes out=
+    inplace: bool = False  # writes its input
+    tensor_list: bool = False  # takes (or gives) a list of tensors
+
+    @property
+    def function(self):
+        import tensorops
+
+        return getattr(tensorops, self.name)
+
+
+OPS: Dict[str, OpInfo] = {
+    op.name: op
+    for op in (
+        OpInfo("normalize", "torchvision.transforms.v2.functional.normalize", "normalize", "normalize",
+               ("normalize", "normalize_tensor", "normalize_tensor_backward")),
+        OpInfo("clamp", "torch.clamp", "clamp", "clamp",
+               ("clamp", "clamp_scalar", "clamp_backward", "clamp_scalar_backward",
+                "foreach_clamp_scalar"), out=True),
+        OpInfo("clamp_", "torch.clamp_", "clamp", "clamp",
+               ("clamp_", "clamp_scalar_", "foreach_clamp_scalar_"), inplace=True, vmap=False),
+        OpInfo("clip_grad_value_", "torch.nn.utils.clip_grad_value_", "clamp", "stack_chunk_foreach",
+               ("foreach_clamp_scalar_",), autograd=False, forward_ad=False, vmap=False, compile=False,
+               inplace=True, tensor_list=True),
+        OpInfo("cat", "torch.cat", "cat_split", "cat_split", ("cat",), out=True, tensor_list=True),
+        OpInfo("split", "torch.split", "cat_split", "cat_split", ("split",), out=True, tensor_list=True),
+        OpInfo("stack", "torch.stack", "cat_split", "stack_chunk_foreach", ("cat",), out=True, tensor_list=True),
+        OpInfo("chunk", "torch.chunk", "cat_split", "stack_chunk_foreach", ("split",), tensor_list=True),
+        OpInfo("crop_mirror_normalize", "DALI's crop_mirror_normalize", "crop_mirror_normalize",
+               "crop_mirror_normalize", ("crop_mirror_normalize", "crop_mirror_normalize_list"),
+               tensor_list=True),
+    )
+}
+
+
+def families() -> Tuple[str, ...]:
+    """The op families, in table order."""
+    return tuple(dict.fromkeys(op.family for op in OPS.values()))
+
+
+def benchmark_modules() -> Tuple[str, ...]:
+    """The ``benchmarks.<module>`` names that hold the ops' benchmark cases, in table order."""
+    return tuple(dict.fromkeys(op.bench for op in OPS.values()))
