@@ -5,6 +5,8 @@
 #include <Python.h>
 #include <torch/library.h>
 
+#include "tensorops/plan.h"
+
 TORCH_LIBRARY(tensorops, m) {
   // ----- normalize (tensorops/normalize.py) -----------------------------------------------------------------
   // (input * scale - mean) / std with per-channel statistics given as numbers, laid along `dim`
@@ -91,8 +93,10 @@ PyObject* build_info(PyObject*, PyObject*) {
 #else
   PyObject* cuda = Py_False;
 #endif
-  return Py_BuildValue("{s:s,s:s,s:O,s:s}", "version", TENSOROPS_VERSION, "torch", TENSOROPS_TORCH_VERSION,
-                       "cuda", cuda, "cuda_archs", TENSOROPS_CUDA_ARCHS);
+  // max_kernel_dims: the most dimensions a kernel's iteration plan holds; tensors with more go to native torch
+  return Py_BuildValue("{s:s,s:s,s:O,s:s,s:i}", "version", TENSOROPS_VERSION, "torch", TENSOROPS_TORCH_VERSION,
+                       "cuda", cuda, "cuda_archs", TENSOROPS_CUDA_ARCHS, "max_kernel_dims",
+                       static_cast<int>(tensorops::kMaxPlanDims));
 }
 
 PyMethodDef methods[] = {
