@@ -1,5 +1,5 @@
 """Entry point: ``python -m benchmarks [--quick] [--device cpu|cuda|all] [--ops normalize,clamp,cat,split] [--load N]
-[--out DIR]``."""
+[--out DIR]``. The ops are tensorops.registry's (a benchmark module's name, e.g. ``cat_split``, stands for its ops)."""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +11,9 @@ DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-    from benchmarks.harness import OPS
+    from benchmarks.harness import benchmarked_ops, resolve_ops
+
+    choices = ",".join(benchmarked_ops())
 
     p = argparse.ArgumentParser(
         prog="python -m benchmarks",
@@ -23,8 +25,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     g.add_argument("--smoke", action="store_true", help="a tiny grid that only checks the harness works (seconds)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "all"],
                    help="auto (default): cpu, plus cuda when a GPU is visible; all: cpu and cuda (cuda required)")
-    p.add_argument("--ops", default=",".join(OPS),
-                   help=f"comma-separated subset of {','.join(OPS)} (default: all; missing ones are skipped)")
+    p.add_argument("--ops", default=choices,
+                   help=f"comma-separated subset of {choices}, or a benchmark module's name (cat_split: cat,split) "
+                   "(default: all)")
     p.add_argument("--out", default=DEFAULT_OUT, help="directory for the JSON and PNG (default: benchmarks/results/)")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile column")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -41,18 +44,19 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--min-run-time", type=float, default=None,
                    help="seconds each statement is timed for (default depends on the grid)")
     args = p.parse_args(argv)
-    ops = [o.strip() for o in args.ops.split(",") if o.strip()]
-    ops = ["cat" if o == "cat_split" else o for o in ops] + (["split"] if "cat_split" in ops else [])
-    bad = [o for o in ops if o not in OPS]
-    if bad or not ops:
-        p.error(f"--ops: unknown {bad}; choose from {','.join(OPS)}")
+    names = [o.strip() for o in args.ops.split(",") if o.strip()]
+    if not names:
+        p.error(f"--ops: no op given; choose from {choices}")
+    try:
+        args.ops = resolve_ops(names)
+    except ValueError as exc:
+        p.error(f"--ops: {exc}")
     if args.threads is not None and args.threads < 1:
         p.error("--threads must be >= 1")
     if args.load < 0:
         p.error("--load must be >= 0")
     if args.load_limit is not None and not args.load_limit > 0:
         p.error("--load-limit must be > 0")
-    args.ops = list(dict.fromkeys(ops))
     return args
 
 
@@ -60,7 +64,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
     import torch
 
-    from benchmarks import harness
+    from benchmarks import harness, report
 
     if args.device == "auto":
         devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
@@ -77,7 +81,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         progress=not args.no_progress, min_run_time=args.min_run_time, threads=args.threads,
         load=args.load, load_limit_s=args.load_limit,
     )
-    print(harness.format_table(result))
+    print(report.format_table(result))
     for kind, path in result["files"].items():
         if path:
             print(f"{kind}: {path}")

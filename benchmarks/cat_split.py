@@ -15,24 +15,11 @@ from typing import List, Sequence, Tuple
 
 import torch
 
-from benchmarks.harness import Bench, Case
-
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "int32": torch.int32}
-SHORT = {"float32": "f32", "float16": "f16", "int32": "i32"}
-ALL = ("smoke", "quick", "full")
-
-
-def _numel(shape: Sequence[int]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
+from benchmarks.case import DTYPES, GRIDS, SHORT, Bench, Case, element_size, numel, random_tensor
 
 
 def _tensor(shape: Sequence[int], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    if dtype.is_floating_point:
-        return torch.randn(tuple(shape), device=device).to(dtype)
-    return torch.randint(-1000, 1000, tuple(shape), dtype=dtype, device=device)
+    return random_tensor(shape, dtype, device, int_range=1000)
 
 
 def _compile_limit(count: int, grid: str) -> Tuple[Tuple[str, ...], str]:
@@ -40,7 +27,7 @@ def _compile_limit(count: int, grid: str) -> Tuple[Tuple[str, ...], str]:
     cores: compiling cat of 100 tensors takes ~3 s, of 1,000 ~14 s, split into 1,000 pieces ~80 s."""
     if count > 100:
         return (), f"torch.compile of {count} tensors takes 10 s to minutes to compile"
-    return ALL, ""
+    return GRIDS, ""
 
 
 def _make_cat(count: int, shape: Sequence[int], dtype: torch.dtype, dim: int):
@@ -78,45 +65,28 @@ def _make_split(shape: Sequence[int], sizes: List[int], dtype: torch.dtype, dim:
     return make
 
 
+def _case(op: str, count: int, shape: str, dtype_name: str, nbytes: int, make, eager_expr: str, grid: str,
+          series: str) -> Case:
+    """A cat or split row: ``count`` tensors in or out, contiguous, every byte read and written once."""
+    grids, reason = _compile_limit(count, grid)
+    return Case(op=op, series=series, case=f"x{count}", shape=shape, dtype=SHORT[dtype_name], layout="contiguous",
+                nbytes=nbytes, make=make, eager_expr=eager_expr, compile_grids=grids, no_compile_reason=reason)
+
+
 def cat_case(count: int, shape: Sequence[int], dtype_name: str, dim: int, grid: str, series: str) -> Case:
     dtype = DTYPES[dtype_name]
-    grids, reason = _compile_limit(count, grid)
-    return Case(
-        op="cat",
-        series=series,
-        case=f"x{count}",
-        shape=f"{count} x ({','.join(map(str, shape))}), dim {dim}",
-        dtype=SHORT[dtype_name],
-        layout="contiguous",
-        nbytes=2 * count * _numel(shape) * torch.empty((), dtype=dtype).element_size(),
-        make=_make_cat(count, shape, dtype, dim),
-        requires="cat",
-        eager_expr=f"torch.cat(tensors, {dim})",
-        compile_grids=grids,
-        no_compile_reason=reason,
-    )
+    return _case("cat", count, f"{count} x ({','.join(map(str, shape))}), dim {dim}", dtype_name,
+                 2 * count * numel(shape) * element_size(dtype), _make_cat(count, shape, dtype, dim),
+                 f"torch.cat(tensors, {dim})", grid, series)
 
 
 def split_case(shape: Sequence[int], pieces: int, dtype_name: str, dim: int, grid: str, series: str) -> Case:
     dtype = DTYPES[dtype_name]
-    length = shape[dim]
-    base, rem = divmod(length, pieces)
+    base, rem = divmod(shape[dim], pieces)
     sizes = [base + (1 if i < rem else 0) for i in range(pieces)]
-    grids, reason = _compile_limit(pieces, grid)
-    return Case(
-        op="split",
-        series=series,
-        case=f"x{pieces}",
-        shape=f"({','.join(map(str, shape))}) -> {pieces} pieces, dim {dim}",
-        dtype=SHORT[dtype_name],
-        layout="contiguous",
-        nbytes=2 * _numel(shape) * torch.empty((), dtype=dtype).element_size(),
-        make=_make_split(shape, sizes, dtype, dim),
-        requires="split",
-        eager_expr=f"torch.split_with_sizes_copy(x, sizes, {dim})",
-        compile_grids=grids,
-        no_compile_reason=reason,
-    )
+    return _case("split", pieces, f"({','.join(map(str, shape))}) -> {pieces} pieces, dim {dim}", dtype_name,
+                 2 * numel(shape) * element_size(dtype), _make_split(shape, sizes, dtype, dim),
+                 f"torch.split_with_sizes_copy(x, sizes, {dim})", grid, series)
 
 
 def cases(device: torch.device, grid: str) -> List[Case]:

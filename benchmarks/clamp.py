@@ -12,33 +12,12 @@ from typing import List, Tuple
 
 import torch
 
-from benchmarks.harness import Bench, Case
+from benchmarks.case import SHORT, Bench, Case, element_size, image_label, numel, random_tensor
 
 IMAGENET = (32, 3, 224, 224)
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "int32": torch.int32}
-SHORT = {"float32": "f32", "float16": "f16", "int32": "i32"}
 
 Shape = Tuple[int, int, int, int]
-
-
-def _numel(shape: Shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
-def _label(shape: Shape) -> str:
-    if shape == IMAGENET:
-        return "imagenet"
-    n = _numel(shape)
-    return "tiny" if n <= 1024 else ("large" if n > _numel(IMAGENET) else "mid")
-
-
-def _input(shape: Shape, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    if dtype.is_floating_point:
-        return torch.randn(shape, device=device).to(dtype)
-    return torch.randint(-100, 100, shape, dtype=dtype, device=device)
 
 
 def _bounds(dtype: torch.dtype, bounds: str, c: int, device: torch.device):
@@ -53,7 +32,7 @@ def _make_forward(shape: Shape, dtype: torch.dtype, bounds: str):
     def make(device: torch.device) -> Bench:
         import tensorops
 
-        x = _input(shape, dtype, device)
+        x = random_tensor(shape, dtype, device)
         lo, hi = _bounds(dtype, bounds, shape[1], device)
 
         def eager(x, lo, hi):
@@ -92,19 +71,18 @@ def _make_fwd_bwd(shape: Shape):
 
 def _fwd_case(shape: Shape, dtype_name: str, bounds: str, compile_grids=("smoke", "quick", "full")) -> Case:
     dtype = DTYPES[dtype_name]
-    esize = torch.empty((), dtype=dtype).element_size()
+    esize = element_size(dtype)
     bound_bytes = 0 if bounds == "scalar" else 2 * shape[1] * esize
     bl = "scalar bounds" if bounds == "scalar" else f"(1,{shape[1]},1,1) bounds"
     return Case(
         op="clamp",
         series=f"clamp {SHORT[dtype_name]} {bounds} bounds",
-        case=_label(shape),
+        case=image_label(shape),
         shape="x".join(map(str, shape)),
         dtype=SHORT[dtype_name],
         layout=f"NCHW, {bl}",
-        nbytes=2 * _numel(shape) * esize + bound_bytes,
+        nbytes=2 * numel(shape) * esize + bound_bytes,
         make=_make_forward(shape, dtype, bounds),
-        requires="clamp",
         eager_expr="torch.clamp(x, lo, hi)",
         compile_grids=tuple(compile_grids),
     )
@@ -114,13 +92,13 @@ def _fwd_bwd_case(shape: Shape, compile_grids=("smoke", "quick", "full")) -> Cas
     return Case(
         op="clamp_fwd_bwd",
         series="clamp fwd+bwd f32 tensor bounds",
-        case=_label(shape),
+        case=image_label(shape),
         shape="x".join(map(str, shape)),
         dtype="f32",
         layout=f"NCHW, (1,{shape[1]},1,1) bounds",
-        nbytes=5 * _numel(shape) * 4 + 4 * shape[1] * 4,
+        nbytes=5 * numel(shape) * 4 + 4 * shape[1] * 4,
         make=_make_fwd_bwd(shape),
-        requires="clamp",
+        times="clamp",
         eager_expr="torch.autograd.grad(torch.clamp(x, lo, hi), (x, lo, hi), g), all requiring grad",
         compile_grids=tuple(compile_grids),
     )

@@ -11,11 +11,10 @@ from typing import List, Sequence, Tuple
 
 import torch
 
-from benchmarks.harness import Bench, Case
+from benchmarks.case import GRIDS, Bench, Case
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
-ALL = ("smoke", "quick", "full")
 
 
 def _make(n: int, lo: int, hi: int, crop: int, batch_tensor: bool):
@@ -53,7 +52,7 @@ def _make(n: int, lo: int, hi: int, crop: int, batch_tensor: bool):
 
 
 def _case(n: int, lo: int, hi: int, crop: int, label: str, batch_tensor: bool = False,
-          compile_grids: Sequence[str] = ALL) -> Case:
+          compile_grids: Sequence[str] = GRIDS) -> Case:
     numel = n * 3 * crop * crop
     form = f"(N,3,{hi},{hi}) batch" if batch_tensor else f"list of (3,{lo}-{hi},{lo}-{hi})"
     return Case(
@@ -65,7 +64,6 @@ def _case(n: int, lo: int, hi: int, crop: int, label: str, batch_tensor: bool = 
         layout="NCHW",
         nbytes=numel * (1 + 4),
         make=_make(n, lo, hi, crop, batch_tensor),
-        requires="crop_mirror_normalize",
         eager_expr="loop of im[:, y:y+h, x:x+w] (.flip(-1)), torch.stack, (x.float() / 255 - mean) / std",
         compile_grids=tuple(compile_grids),
     )

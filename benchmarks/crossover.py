@@ -95,13 +95,13 @@ def main(argv=None) -> int:
     p.add_argument("--write", action="store_true", help="regenerate csrc/include/tensorops/crossover.h")
     p.add_argument("--out", default=os.path.join(REPO, "benchmarks", "results"))
     args = p.parse_args(argv)
-    from benchmarks.harness import _cpu_model
+    from benchmarks.machine import cpu_model
 
     with BusyLoad(args.load, 900) as busy:
         rows = {k: sweep(k, args.rounds) for k in ("clamp_scalar", "clamp")}
         load = busy.describe()
     result = {
-        "machine": f"{_cpu_model()} x{os.cpu_count()}", "torch": torch.__version__, "threads": torch.get_num_threads(),
+        "machine": f"{cpu_model()} x{os.cpu_count()}", "torch": torch.__version__, "threads": torch.get_num_threads(),
         "platform": platform.platform(), "load": load, "rows": rows,
         "crossover": {k: crossover(v) for k, v in rows.items()},
         "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -251,7 +251,6 @@ def summarize(outdir: str, device_type: str = "cuda", steps_file: Optional[str] 
             data = json.load(f)
         rows += data.get("rows", [])
         result.setdefault("bench_meta", data.get("meta", {}))
-        result.setdefault("bench_skipped", []).extend(data.get("skipped", []))
     result["bench"] = bench_summary(rows, device_type)
     result["pct_of_copy"] = {f"{b['op']}: {b['series']}": b["pct_of_copy"] for b in result["bench"]}
     if not jsons:
@@ -310,8 +309,6 @@ def format_summary(s: Dict[str, Any]) -> str:
         lines.append("benchmarks: not run")
     if meta.get("plot_error"):
         lines.append(f"  plot not written: {meta['plot_error']}")
-    for sk in s.get("bench_skipped", []):
-        lines.append(f"  skipped: {sk.get('reason')}")
     lines.append("RESULT: " + ("all clean" if s["ok"] else "PROBLEMS: " + "; ".join(s["problems"])))
     return "\n".join(lines)
 

@@ -10,7 +10,7 @@ from typing import List, Tuple
 
 import torch
 
-from benchmarks.harness import Bench, Case
+from benchmarks.case import SHORT, Bench, Case, element_size, image_label, numel
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -55,7 +55,7 @@ def _make(shape: Shape, dtype: torch.dtype, layout: str):
 
 
 def _short(dtype: torch.dtype) -> str:
-    return {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}[dtype]
+    return SHORT[str(dtype).replace("torch.", "")]
 
 
 def _expr(dtype_name: str, layout: str) -> str:
@@ -69,7 +69,6 @@ def _expr(dtype_name: str, layout: str) -> str:
 
 def _case(shape: Shape, dtype_name: str, layout: str, label: str, compile_grids=("smoke", "quick", "full")) -> Case:
     dtype = DTYPES[dtype_name]
-    numel = shape[0] * shape[1] * shape[2] * shape[3]
     lay = "NCHW" if layout == "NCHW" else "NHWC->NCHW"
     return Case(
         op="normalize",
@@ -78,19 +77,11 @@ def _case(shape: Shape, dtype_name: str, layout: str, label: str, compile_grids=
         shape="x".join(map(str, shape)),
         dtype=f"u8->{_short(dtype)}",
         layout=lay,
-        nbytes=numel * (1 + torch.empty((), dtype=dtype).element_size()),
+        nbytes=numel(shape) * (1 + element_size(dtype)),
         make=_make(shape, dtype, layout),
-        requires="normalize",
         eager_expr=_expr(dtype_name, layout),
         compile_grids=tuple(compile_grids),
     )
-
-
-def _label(shape: Shape) -> str:
-    numel = shape[0] * shape[1] * shape[2] * shape[3]
-    if shape == IMAGENET:
-        return "imagenet"
-    return "tiny" if numel <= 1024 else ("large" if numel > 32 * 3 * 224 * 224 else "mid")
 
 
 def cases(device: torch.device, grid: str) -> List[Case]:
@@ -119,5 +110,5 @@ def cases(device: torch.device, grid: str) -> List[Case]:
     for layout in ("NCHW", "NHWC"):
         for dtype_name in DTYPES:
             for shape in shapes:
-                out.append(_case(shape, dtype_name, layout, _label(shape)))
+                out.append(_case(shape, dtype_name, layout, image_label(shape)))
     return out

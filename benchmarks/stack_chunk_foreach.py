@@ -15,7 +15,7 @@ from typing import List, Sequence, Tuple
 
 import torch
 
-from benchmarks.harness import Bench, Case
+from benchmarks.case import Bench, Case, element_size, numel
 
 # the parameter shapes of torchvision.models.resnet18() in parameters() order (tests check them against it)
 RESNET18_SHAPES: List[Tuple[int, ...]] = (
@@ -31,11 +31,10 @@ RESNET18_SHAPES: List[Tuple[int, ...]] = (
 )
 
 
-def _numel(shape: Sequence[int]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
+def _contiguous_case(op: str, series: str, label: str, shape: str, nbytes: int, make, eager_expr: str,
+                     dtype: str = "f32", **kw) -> Case:
+    return Case(op=op, series=series, case=label, shape=shape, dtype=dtype, layout="contiguous", nbytes=nbytes,
+                make=make, eager_expr=eager_expr, **kw)
 
 
 def _params(shapes: Sequence[Tuple[int, ...]], dtype: torch.dtype, device: torch.device) -> List[torch.Tensor]:
@@ -48,8 +47,8 @@ def _params(shapes: Sequence[Tuple[int, ...]], dtype: torch.dtype, device: torch
 
 
 def clip_case(dtype: torch.dtype, short: str, grid: str) -> Case:
-    total = sum(_numel(s) for s in RESNET18_SHAPES)
-    size = torch.empty((), dtype=dtype).element_size()
+    total = sum(numel(s) for s in RESNET18_SHAPES)
+    size = element_size(dtype)
 
     def make(device: torch.device) -> Bench:
         import tensorops
@@ -72,18 +71,10 @@ def clip_case(dtype: torch.dtype, short: str, grid: str) -> Case:
                      extras={"foreach=False": lambda: torch.nn.utils.clip_grad_value_(params, 0.01, foreach=False),
                              "per-tensor clamp_": loop})
 
-    return Case(
-        op="clip_grad_value",
-        series=f"clip_grad_value_ resnet18 grads {short}",
-        case="resnet18",
-        shape=f"62 tensors, {total} values",
-        dtype=short,
-        layout="contiguous",
-        nbytes=2 * total * size,
-        make=make,
-        requires="clip_grad_value_",
-        eager_expr="torch.nn.utils.clip_grad_value_(params, 0.01, foreach=True)",
-        compile_grids=("full",),
+    return _contiguous_case(
+        "clip_grad_value", f"clip_grad_value_ resnet18 grads {short}", "resnet18", f"62 tensors, {total} values",
+        2 * total * size, make, "torch.nn.utils.clip_grad_value_(params, 0.01, foreach=True)", dtype=short,
+        times="clip_grad_value_", compile_grids=("full",),
         no_compile_reason="" if grid == "full" else "compiled only in the full grid (62 graph inputs)",
     )
 
@@ -95,17 +86,9 @@ def stack_case(count: int, shape: Sequence[int], grid: str) -> Case:
         xs = [torch.randn(tuple(shape), device=device) for _ in range(count)]
         return Bench(eager=lambda xs: torch.stack(xs, 0), tensorops=lambda xs: tensorops.stack(xs, 0), args=(xs,))
 
-    return Case(
-        op="stack",
-        series="stack N x (3,224,224) f32",
-        case=f"x{count}",
-        shape=f"{count} x ({','.join(map(str, shape))}), dim 0",
-        dtype="f32",
-        layout="contiguous",
-        nbytes=2 * count * _numel(shape) * 4,
-        make=make,
-        requires="stack",
-        eager_expr="torch.stack(tensors, 0)",
+    return _contiguous_case(
+        "stack", "stack N x (3,224,224) f32", f"x{count}", f"{count} x ({','.join(map(str, shape))}), dim 0",
+        2 * count * numel(shape) * 4, make, "torch.stack(tensors, 0)",
         compile_grids=("quick", "full") if count <= 8 else ("full",),
     )
 
@@ -121,17 +104,10 @@ def chunk_case(shape: Sequence[int], chunks: int, grid: str) -> Case:
                      tensorops=lambda x: tensorops.chunk(x, chunks, 1), args=(x,),
                      extras={"chunk+contiguous": lambda: [p.contiguous() for p in torch.chunk(x, chunks, 1)]})
 
-    return Case(
-        op="chunk",
-        series="chunk dim1 (B,12,112,112) -> 4 f32",
-        case=f"B{shape[0]}",
-        shape=f"({','.join(map(str, shape))}) -> {chunks} pieces, dim 1",
-        dtype="f32",
-        layout="contiguous",
-        nbytes=2 * _numel(shape) * 4,
-        make=make,
-        requires="chunk",
-        eager_expr="torch.split_with_sizes_copy(x, torch.chunk sizes, 1)",
+    return _contiguous_case(
+        "chunk", "chunk dim1 (B,12,112,112) -> 4 f32", f"B{shape[0]}",
+        f"({','.join(map(str, shape))}) -> {chunks} pieces, dim 1", 2 * numel(shape) * 4, make,
+        "torch.split_with_sizes_copy(x, torch.chunk sizes, 1)",
     )
 
 

@@ -1,13 +1,15 @@
 """The benchmark suite and the GPU validation tooling, tested without a GPU.
 
 * the harness on a tiny grid: JSON rows with every key and positive times, the table, the plot;
-* families missing from tensorops are skipped with a note; the grids hold the issues' performance-floor cases;
+* the rows come from tensorops.registry (a row for an op it does not list is an error); the grids hold the
+  issues' performance-floor cases; no import circle among benchmarks/*.py;
 * benchmarks/sanitize_ops.py's calls, on the CPU kernels;
 * benchmarks/gpu_summary.py on a synthetic junit XML, sanitizer logs and benchmark JSON;
 * (benchmarks/gpu_check.sh itself: tests/test_gpu_check.py).
 """
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -25,29 +27,15 @@ try:  # `benchmarks` is not installed with the package: import it from the check
 except ImportError:
     sys.path.append(str(REPO))
 
-from benchmarks import gpu_summary, harness, sanitize_ops  # noqa: E402
+from benchmarks import gpu_summary, harness, report, sanitize_ops, timing  # noqa: E402
 from benchmarks import __main__ as cli  # noqa: E402
 from benchmarks import cat_split as bench_cat_split  # noqa: E402
 from benchmarks import clamp as bench_clamp  # noqa: E402
 from benchmarks import normalize as bench_normalize  # noqa: E402
+from benchmarks.case import Bench, Case  # noqa: E402
+from tensorops import registry  # noqa: E402
 
 CPU = torch.device("cpu")
-
-
-def _split_copy(x, sizes, dim=0):
-    return tuple(p.contiguous() for p in torch.split(x, sizes, dim))
-
-
-# Stand-ins with the signatures of issues 3-4, used only where the real op is not on this branch, so the
-# benchmark and sanitizer code for those families runs here too.
-STAND_INS = {"clamp": torch.clamp, "clamp_": torch.clamp_, "cat": torch.cat, "split": _split_copy}
-
-
-@pytest.fixture
-def all_families(monkeypatch):
-    for name, fn in STAND_INS.items():
-        if not hasattr(tensorops, name):
-            monkeypatch.setattr(tensorops, name, fn, raising=False)
 
 
 # ------------------------------------------------------------------------------------------------ the harness
@@ -69,7 +57,7 @@ def test_smoke_json_has_rows_with_expected_keys(smoke):
     data = json.loads(path.read_text())
     assert data["rows"], "no rows"
     for row in data["rows"]:
-        assert set(harness.ROW_KEYS) <= set(row), set(harness.ROW_KEYS) - set(row)
+        assert set(timing.ROW_KEYS) <= set(row), set(timing.ROW_KEYS) - set(row)
         assert row["device"] == "cpu" and row["op"] == "normalize"
         for key in ("eager_s", "tensorops_s", "copy_s"):
             assert row[key] > 0, (key, row)
@@ -98,7 +86,7 @@ def test_smoke_compile_column(smoke):
 
 def test_table_is_aligned(smoke):
     result, _ = smoke
-    text = harness.format_table(result)
+    text = report.format_table(result)
     lines = text.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("device"))
     body = lines[header + 2: header + 2 + len(result["rows"])]
@@ -110,16 +98,36 @@ def test_table_is_aligned(smoke):
     assert set(lines[header + 1].replace(" ", "")) == {"-"}
 
 
-def test_missing_family_is_skipped_with_a_note(monkeypatch):
-    monkeypatch.delattr(tensorops, "normalize")
-    notes = []
-    cases, skipped = harness.collect_cases(CPU, "smoke", ["normalize"], say=notes.append)
-    assert cases == []
-    assert [s["name"] for s in skipped] == ["normalize"]
-    assert "no `normalize`" in notes[0]
+def _bogus_case(times):
+    return Case(op="bogus", series="bogus", case="x1", shape="1", dtype="f32", layout="contiguous", nbytes=8,
+                make=lambda device: Bench(eager=torch.neg, tensorops=torch.neg, args=(torch.ones(1),)),
+                eager_expr="torch.neg(x)", times=times)
 
 
-def test_every_family_runs_with_the_issue_signatures(all_families):
+@pytest.mark.parametrize("times, message", [("no_such_op", "not in tensorops.registry"),
+                                            ("cat", "registered with bench='cat_split'")])
+def test_a_row_for_an_op_the_registry_does_not_place_here_is_an_error(monkeypatch, times, message):
+    monkeypatch.setattr(bench_normalize, "cases", lambda device, grid: [_bogus_case(times)])
+    with pytest.raises(ValueError, match=message):
+        harness.collect_cases(CPU, "smoke", ["normalize"])
+    with pytest.raises(ValueError, match=message):
+        harness.benchmarked_ops()
+
+
+def test_ops_come_from_the_registry():
+    ops = harness.benchmarked_ops()
+    assert ops and set(ops) <= set(registry.OPS)
+    assert list(ops) == [o for o in registry.OPS if o in ops]  # registry order
+    assert {c.times for c in harness.collect_cases(CPU, "smoke", ops)} == set(ops)
+    assert harness.resolve_ops(["cat_split"]) == ["cat", "split"]  # a benchmark module stands for its ops
+    assert harness.resolve_ops(["split", "cat", "split"]) == ["split", "cat"]
+    unbenchmarked = [o for o in registry.OPS if o not in ops]
+    for bad, message in [("bogus", "unknown op 'bogus'")] + [(o, "no benchmark rows time") for o in unbenchmarked]:
+        with pytest.raises(ValueError, match=message):
+            harness.resolve_ops([bad])
+
+
+def test_every_family_runs():
     result = harness.run(devices=["cpu"], grid="smoke", ops=["clamp", "cat", "split"], do_compile=False,
                          progress=False, say=lambda msg: None)
     ops = {r["op"] for r in result["rows"]}
@@ -132,13 +140,13 @@ def test_every_family_runs_with_the_issue_signatures(all_families):
 
 def test_check_same_catches_wrong_results_not_rounding():
     e = torch.randn(1000, dtype=torch.float64).float() * 100
-    assert harness.check_same(e, e * (1 + 1e-6)) == "ok"
-    assert harness.check_same((e, e.sum()), (e, e.sum() + 1e-3)) == "ok"  # another summation order
-    assert harness.check_same(e, e.flip(0)).startswith("mismatch")
-    assert harness.check_same((e, e), (e,)).startswith("mismatch")
-    assert harness.check_same(e, e.half()).startswith("mismatch: tensor 0 is torch.float16")
+    assert timing.check_same(e, e * (1 + 1e-6)) == "ok"
+    assert timing.check_same((e, e.sum()), (e, e.sum() + 1e-3)) == "ok"  # another summation order
+    assert timing.check_same(e, e.flip(0)).startswith("mismatch")
+    assert timing.check_same((e, e), (e,)).startswith("mismatch")
+    assert timing.check_same(e, e.half()).startswith("mismatch: tensor 0 is torch.float16")
     i = torch.arange(10)
-    assert harness.check_same(i, i) == "ok" and harness.check_same(i, i + 1).startswith("mismatch")
+    assert timing.check_same(i, i) == "ok" and timing.check_same(i, i + 1).startswith("mismatch")
 
 
 def test_a_raising_op_is_recorded_and_fails_the_cli(monkeypatch, tmp_path, capsys):
@@ -151,7 +159,7 @@ def test_a_raising_op_is_recorded_and_fails_the_cli(monkeypatch, tmp_path, capsy
     for row in result["rows"]:
         assert row["check"] == "error: tensorops raised RuntimeError: kernel exploded"
         assert row["tensorops_s"] is None and row["eager_s"] > 0 and row["speedup_vs_eager"] is None
-    assert "PROBLEM: error: tensorops raised" in harness.format_table(result)
+    assert "PROBLEM: error: tensorops raised" in report.format_table(result)
     assert cli.main(["--smoke", "--no-compile", "--no-progress", "--ops", "normalize", "--out", str(tmp_path)]) == 1
     assert "kernel exploded" in capsys.readouterr().err
 
@@ -183,14 +191,74 @@ def test_quick_grid_has_the_issue_floors():
     assert {c.case for c in cs if c.op == "cat"} >= {"x2", "x10000"}
 
 
-@pytest.mark.parametrize("grid", ["quick", "full"])
+@pytest.mark.parametrize("grid", ["smoke", "quick", "full"])
 def test_grids_are_well_formed(grid):
     for device in (CPU, torch.device("cuda")):
-        cases = (bench_normalize.cases(device, grid) + bench_clamp.cases(device, grid)
-                 + bench_cat_split.cases(device, grid))
-        keys = [(c.op, c.series, c.shape, c.dtype, c.layout) for c in cases]
-        assert len(keys) == len(set(keys)), "duplicate rows"
-        assert all(c.nbytes > 0 and c.requires in ("normalize", "clamp", "cat", "split") for c in cases)
+        for bench in registry.benchmark_modules():
+            cases = harness.module_cases(bench, device, grid)
+            assert cases, f"benchmarks/{bench}.py has no rows in the {grid} grid"
+            keys = [(c.op, c.series, c.shape, c.dtype, c.layout) for c in cases]
+            assert len(keys) == len(set(keys)), "duplicate rows"
+            assert all(c.nbytes > 0 and registry.OPS[c.times].bench == bench for c in cases)
+            assert all(set(c.compile_grids) <= set(harness.GRIDS) for c in cases)
+
+
+def _imports(path: Path):
+    """The benchmarks.* modules a file imports, anywhere in it (function-level imports included)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "benchmarks":
+                out |= {a.name for a in node.names}
+            elif node.module.startswith("benchmarks."):
+                out.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            out |= {a.name.split(".")[1] for a in node.names if a.name.startswith("benchmarks.")}
+    return out
+
+
+def import_graph():
+    """benchmarks/*.py module -> the benchmarks modules it imports, with the runners' imports by name
+    (harness imports every registry bench module, sanitize_ops every sanitize_<family> module)."""
+    files = {p.stem: p for p in (REPO / "benchmarks").glob("*.py")}
+    graph = {name: _imports(path) & set(files) for name, path in files.items()}
+    graph["harness"] |= set(registry.benchmark_modules())
+    graph["sanitize_ops"] |= {f"sanitize_{f}" for f in registry.families()}
+    return graph
+
+
+def find_cycle(graph):
+    """One import circle as a list of modules (first == last), or None."""
+    state = {}
+
+    def visit(node, path):
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state:
+                found = visit(nxt, path + [nxt])
+                if found:
+                    return found
+        state[node] = "done"
+        return None
+
+    for start in sorted(graph):
+        if start not in state:
+            found = visit(start, [start])
+            if found:
+                return found
+    return None
+
+
+def test_no_import_circle_in_benchmarks():
+    graph = import_graph()
+    assert set(registry.benchmark_modules()) <= set(graph) and "case" in graph
+    cycle = find_cycle(graph)
+    assert cycle is None, "import circle: " + " -> ".join(cycle)
+    # the finder finds one: a family module importing the runner back
+    assert find_cycle({**graph, "normalize": graph["normalize"] | {"harness"}}) is not None
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
 
 
 def test_cli_smoke_writes_files(tmp_path):
@@ -282,14 +350,14 @@ def test_load_processes_stop_when_the_benchmark_is_killed():
     assert all(_gone(pid, 10) for pid in pids), "busy processes outlived the benchmark that started them"
 
 
-def test_json_records_the_load(tmp_path, all_families):
+def test_json_records_the_load(tmp_path):
     result = harness.run(devices=["cpu"], grid="smoke", ops=["cat"], do_compile=False, progress=False,
                          out_dir=str(tmp_path), load=1, load_limit_s=120, say=lambda msg: None)
     saved = json.loads((tmp_path / "bench_cpu_smoke_load1.json").read_text())
     for meta in (result["meta"], saved["meta"]):
         assert meta["load"]["busy_processes"] == 1 and meta["load"]["limit_s"] == 120
         assert meta["load"]["still_running_at_end"] == 1  # the load ran for the whole timing
-    assert "--load 1" in harness.format_table(result)
+    assert "--load 1" in report.format_table(result)
     md = (tmp_path / "bench_cpu_smoke_load1.md").read_text()
     assert "--load 1" in md and md.count("\n| cat |") == len(saved["rows"])
     row = saved["rows"][0]
@@ -299,19 +367,19 @@ def test_json_records_the_load(tmp_path, all_families):
     quiet = harness.run(devices=["cpu"], grid="smoke", ops=["cat"], do_compile=False, progress=False,
                         say=lambda msg: None)
     assert quiet["meta"]["load"]["busy_processes"] == 0
-    assert "no added load" in harness.format_table(quiet)
+    assert "no added load" in report.format_table(quiet)
 
 
 def test_interleaved_rounds_time_every_statement_once_per_round():
     calls = []
-    samples = harness.measure_interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
+    samples = timing.measure_interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
                                           min_run_time=0.001, rounds=3)
     assert {k: len(v) for k, v in samples.items()} == {"a": 3, "b": 3}
     assert all(t > 0 for v in samples.values() for t in v)
-    sp = harness.spread([3.0, 1.0, 2.0, 4.0])
+    sp = timing.spread([3.0, 1.0, 2.0, 4.0])
     assert (sp["min"], sp["median"], sp["max"]) == (1.0, 2.5, 4.0)
-    assert harness.fmt_ratio(2.0, {"min": 1.0, "max": 3.0}) == "2.00x (1.00-3.00)"
-    assert harness.fmt_ratio(2.0, {"min": 1.9, "max": 2.1}) == "2.00x"
+    assert report.fmt_ratio(2.0, {"min": 1.0, "max": 3.0}) == "2.00x (1.00-3.00)"
+    assert report.fmt_ratio(2.0, {"min": 1.9, "max": 2.1}) == "2.00x"
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message given when there is no GPU")
@@ -323,13 +391,23 @@ def test_cli_cuda_without_gpu_is_an_error(tmp_path, capsys):
 # ------------------------------------------------------------------------------------------- sanitize_ops.py
 
 
-def test_sanitize_ops_calls_run_on_cpu(all_families, capsys):
+def test_sanitize_ops_calls_run_on_cpu(capsys):
     assert sanitize_ops.main(["--device", "cpu"]) == 0
     out = capsys.readouterr().out
     assert "calls ok on cpu" in out
-    for family in ("normalize", "clamp", "cat", "split"):
-        assert f"{family}:" in out
+    for op in registry.OPS:  # every registry op has its calls
+        assert f"\n{op}:\n" in "\n" + out
     assert any("1000" in c for c in sanitize_ops.CALLS) and any("x[1:]" in c for c in sanitize_ops.CALLS)
+
+
+def test_sanitize_ops_without_calls_for_a_registry_op_is_an_error(monkeypatch):
+    from benchmarks import sanitize_cat_split
+
+    monkeypatch.delattr(sanitize_cat_split, "run_chunk")
+    with pytest.raises(LookupError, match="sanitize_cat_split.py has no run_chunk"):
+        sanitize_ops.main(["--device", "cpu", "--ops", "normalize,chunk"])
+    with pytest.raises(SystemExit):
+        sanitize_ops.main(["--device", "cpu", "--ops", "bogus"])
 
 
 # -------------------------------------------------------------------------------------------- gpu_summary.py

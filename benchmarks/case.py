@@ -1,0 +1,88 @@
+"""What one benchmark row is: a ``Case`` (what it times, for the table and the plot) that builds a ``Bench`` (the
+tensors and functions) on the device only when the row runs, and the small helpers the family modules share.
+
+The family modules (benchmarks/<bench>.py, named by ``tensorops.registry``) import only this module; the runner
+(harness.py) imports them by name, so nothing imports back.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+
+import torch
+
+GRIDS = ("smoke", "quick", "full")
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "int32": torch.int32}
+SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32"}
+
+
+@dataclasses.dataclass
+class Bench:
+    """The tensors and functions of one row, built on the device only when the row runs.
+
+    ``eager`` and ``tensorops`` are functions of ``*args``; ``torch.compile(eager)`` is the compiled column.
+    ``run(fn)`` turns one of them into the timed no-argument statement (default: ``fn(*args)``; the
+    forward+backward rows wrap it with ``torch.autograd.grad``). ``extras`` are further no-argument statements
+    timed in the same row (a reference copy, another native spelling of the op).
+    """
+
+    eager: Callable[..., Any]
+    tensorops: Callable[..., Any]
+    args: Tuple[Any, ...]
+    run: Optional[Callable[[Callable[..., Any]], Callable[[], Any]]] = None
+    extras: Dict[str, Callable[[], Any]] = dataclasses.field(default_factory=dict)
+
+    def stmt(self, fn: Callable[..., Any]) -> Callable[[], Any]:
+        if self.run is not None:
+            return self.run(fn)
+        args = self.args
+        return lambda: fn(*args)
+
+
+@dataclasses.dataclass
+class Case:
+    """One row of the grid: what it is (for the table and the plot) and how to build it."""
+
+    op: str  # the row's label in the table and JSON: "normalize", "clamp", "clamp_fwd_bwd", "cat", ...
+    series: str  # the plot line this row belongs to (a family of rows differing only in size)
+    case: str  # short label within the op, e.g. "imagenet" or "x10000"
+    shape: str
+    dtype: str
+    layout: str
+    nbytes: int  # bytes the op must move: reads + writes
+    make: Callable[[torch.device], Bench]
+    eager_expr: str  # what "native eager" means for this row, spelled out in the JSON
+    compile_grids: Tuple[str, ...] = GRIDS  # grids in which the compiled column is timed
+    no_compile_reason: str = ""  # why compile is never timed for this row (e.g. 10,000 graph inputs)
+    notes: str = ""
+    # the tensorops.registry op this row times (default: ``op``; "clamp" for clamp_fwd_bwd); --ops selects by it
+    times: str = ""
+
+    def __post_init__(self) -> None:
+        self.times = self.times or self.op
+
+
+def numel(shape: Sequence[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def element_size(dtype: torch.dtype) -> int:
+    return torch.empty((), dtype=dtype).element_size()
+
+
+def random_tensor(shape: Sequence[int], dtype: torch.dtype, device: torch.device, int_range: int = 100) -> torch.Tensor:
+    """Normal values for a floating dtype, integers in [-int_range, int_range) otherwise."""
+    if dtype.is_floating_point:
+        return torch.randn(tuple(shape), device=device).to(dtype)
+    return torch.randint(-int_range, int_range, tuple(shape), dtype=dtype, device=device)
+
+
+def image_label(shape: Sequence[int], imagenet: Sequence[int] = (32, 3, 224, 224)) -> str:
+    """'imagenet', or 'tiny' / 'mid' / 'large' by element count against an ImageNet batch."""
+    if tuple(shape) == tuple(imagenet):
+        return "imagenet"
+    n = numel(shape)
+    return "tiny" if n <= 1024 else ("large" if n > numel(imagenet) else "mid")
