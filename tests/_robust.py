@@ -7,27 +7,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional, Sequence, Tuple
 
-import pytest
 import torch
-
-import tensorops
 
 FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 INTS = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
-
-# the public ops by family; families not on this branch yet are skipped (with a reason), never silently passed
-OPS = ("normalize", "clamp", "clamp_", "cat", "split")
-
-
-def has(name: str) -> bool:
-    return hasattr(tensorops, name)
-
-
-def needs(*names: str):
-    """Skip mark for tests of ops that are not in this build of tensorops (yet)."""
-    missing = [n for n in names if not has(n)]
-    return pytest.mark.skipif(bool(missing), reason=f"tensorops.{', tensorops.'.join(missing or names)} not in this build")
-
 
 # ---- tensors with a chosen layout ------------------------------------------------------------------------
 LAYOUTS = ("contiguous", "permuted", "sliced", "sliced_permuted", "channels_last", "expanded")

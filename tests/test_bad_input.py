@@ -3,7 +3,9 @@ expected type whose message names the bad argument, never crash the interpreter 
 
 The catalogue runs in a subprocess (so an abort or segfault is a failed row, not a dead test run; after a crash
 the remaining rows run in a fresh process), and each row is also a parametrized test named after it.
-Rows for ops that are not in this build skip with a reason; rows that need a GPU skip without one.
+Every op of tensorops.registry has rows (or says where its errors are tested); a row names a registry op, the
+Normalize module or one of the registry's torch.ops schemas. The torch.ops rows skip when the extension is not
+compiled; rows that need a GPU skip without one.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import pytest
 import torch
 
 import tensorops
-from _robust import has, needs
+from tensorops import registry
 
 ExcTypes = Union[Type[BaseException], Tuple[Type[BaseException], ...]]
 
@@ -28,7 +30,7 @@ ExcTypes = Union[Type[BaseException], Tuple[Type[BaseException], ...]]
 @dataclasses.dataclass(frozen=True)
 class Row:
     id: str
-    op: str  # a public name in tensorops ("Normalize" for the module), or "ops.<name>" for torch.ops.tensorops
+    op: str  # a registry op ("Normalize" for the module), or "ops.<schema>" for torch.ops.tensorops
     args: Callable[[], Tuple[tuple, Dict[str, Any]]]  # builds (args, kwargs) when the row runs
     exc: ExcTypes  # the exception type(s) accepted (where torch itself raises RuntimeError for a drop-in, both)
     match: str  # regex searched in the message: it names the bad argument
@@ -52,6 +54,7 @@ ARG_MIN, ARG_MAX = r"\bmin\b", r"\bmax\b"
 ARG_TENSORS = r"(?i)\btensors\b"
 ARG_TENSOR = r"\btensor\b"
 ARG_SPLIT = r"split_size|sections"
+ARG_IMAGES = r"\bimages\b"
 
 
 def a(*args, **kwargs):
@@ -199,16 +202,57 @@ CATALOGUE = [
     Row("split/dim-out-of-range", "split", lambda: ((_f(4, 3), 1), {"dim": 2}), IndexError, ARG_DIM),
     Row("split/dim-negative-out-of-range", "split", lambda: ((_f(4, 3), 1), {"dim": -3}), IndexError, ARG_DIM),
     Row("split/dim-str", "split", lambda: ((_f(4, 3), 1), {"dim": "rows"}), TypeError, ARG_DIM),
+    # ---- stack / chunk ----------------------------------------------------------------------------------------
+    Row("stack/a-tensor-not-a-list", "stack", lambda: ((_f(2, 3),), {}), TypeError, ARG_TENSORS),
+    Row("stack/dim-out-of-range", "stack", lambda: (([_f(2, 3), _f(2, 3)],), {"dim": 3}), IndexError, ARG_DIM),
+    Row("stack/dim-str", "stack", lambda: (([_f(2, 3)],), {"dim": "rows"}), TypeError, ARG_DIM),
+    Row("chunk/input-str", "chunk", a("abc", 2), TypeError, ARG_INPUT),
+    Row("chunk/zero-chunks", "chunk", lambda: ((_f(4, 3), 0), {}), (ValueError, RT), r"\bchunks\b"),
+    Row("chunk/chunks-float", "chunk", lambda: ((_f(4, 3), 1.5), {}), TypeError, r"\bchunks\b"),
+    Row("chunk/dim-out-of-range", "chunk", lambda: ((_f(4, 3), 2), {"dim": 2}), IndexError, ARG_DIM),
+    # ---- crop_mirror_normalize --------------------------------------------------------------------------------
+    Row("crop_mirror_normalize/images-str", "crop_mirror_normalize", a("abc", M, S, size=2), TypeError, ARG_IMAGES),
+    Row("crop_mirror_normalize/images-empty-list", "crop_mirror_normalize", a([], M, S, size=2), ValueError, ARG_IMAGES),
+    Row("crop_mirror_normalize/std-length-2-for-3-channels", "crop_mirror_normalize", lambda: ((_img(), M, [0.2] * 2), {"size": 2}), ValueError, ARG_STD),
+    Row("crop_mirror_normalize/size-str", "crop_mirror_normalize", lambda: ((_img(), M, S), {"size": "a"}), TypeError, r"\bsize\b"),
+    Row("crop_mirror_normalize/mirror-length", "crop_mirror_normalize", lambda: ((_img(shape=(2, 3, 4, 4)), M, S), {"size": 2, "mirror": torch.tensor([True])}), ValueError, r"\bmirror\b"),
+    Row("crop_mirror_normalize/top-left-rows", "crop_mirror_normalize", lambda: ((_img(shape=(2, 3, 4, 4)), M, S), {"size": 2, "top_left": torch.zeros(3, 2, dtype=torch.long)}), ValueError, r"\btop_left\b"),
+    Row("crop_mirror_normalize/crop-outside-the-image", "crop_mirror_normalize", lambda: ((_img(), M, S), {"size": 5}), ValueError, r"\btop_left\b"),
+    Row("crop_mirror_normalize/channels-differ", "crop_mirror_normalize", lambda: (([_img(shape=(3, 4, 4)), _img(shape=(1, 4, 4))], M, S), {"size": 2}), ValueError, ARG_IMAGES),
+    Row("crop_mirror_normalize/out-of-bounds-str", "crop_mirror_normalize", lambda: ((_img(), M, S), {"size": 2, "out_of_bounds": "x"}), ValueError, r"out_of_bounds"),
 ]
+
+# Registry ops whose bad input raises torch's own exceptions word for word (a drop-in of a function that names no
+# argument), tested against torch where they are: the catalogue has no rows for them.
+TORCH_ERRORS = {
+    "clip_grad_value_": "tests/test_foreach_clamp.py::test_clip_grad_value_single_tensor_and_errors",
+}
 
 ROWS = {row.id: row for row in CATALOGUE}
 assert len(ROWS) == len(CATALOGUE), "row ids must be unique"
+SCHEMAS = {schema for op in registry.OPS.values() for schema in op.schemas}
+
+
+def _known(op: str) -> bool:
+    """A row's op is a registry op, the Normalize module, or a schema a registry op calls."""
+    if op.startswith("ops."):
+        return op[4:] in SCHEMAS
+    return op.split(".")[0] in (*registry.OPS, "Normalize")
+
+
+def test_rows_name_registry_ops_and_every_registry_op_has_rows():
+    unknown = sorted({row.op for row in CATALOGUE if not _known(row.op)})
+    assert not unknown, f"catalogue rows for ops tensorops.registry does not list: {unknown}"
+    assert not _known("bogus") and not _known("ops.bogus") and _known("Normalize.forward")
+    covered = {row.op.split(".")[0] for row in CATALOGUE}
+    missing = [name for name in registry.OPS if name not in covered and name not in TORCH_ERRORS]
+    assert not missing, f"registry ops without bad-input rows (add rows, or a TORCH_ERRORS entry): {missing}"
+    assert set(TORCH_ERRORS) <= set(registry.OPS) and not set(TORCH_ERRORS) & covered
 
 
 def _op_available(op: str) -> bool:
-    if op.startswith("ops."):
-        return tensorops.is_compiled() and hasattr(torch.ops.tensorops, op[4:])
-    return has(op.split(".")[0])
+    """False only for a torch.ops row when the extension is not compiled (the schemas are not registered)."""
+    return not op.startswith("ops.") or tensorops.is_compiled()
 
 
 def _call(row: Row):
@@ -224,7 +268,7 @@ def _call(row: Row):
 def run_row(row: Row) -> Dict[str, Any]:
     """What one row did: {'status': 'ok' | 'fail' | 'skip', 'detail': ...}."""
     if not _op_available(row.op):
-        return {"status": "skip", "detail": f"tensorops.{row.op} not in this build"}
+        return {"status": "skip", "detail": f"torch.ops.tensorops.{row.op[4:]} not registered (extension not compiled)"}
     if row.gpu and not torch.cuda.is_available():
         return {"status": "skip", "detail": "needs a CUDA GPU"}
     try:
@@ -304,11 +348,8 @@ def test_catalogue_runs_to_the_end_without_a_crash(catalogue_results):
 
 def _param(row: Row):
     marks = []
-    op = row.op.split(".")[0]
     if row.op.startswith("ops."):
         marks.append(pytest.mark.skipif(not _op_available(row.op), reason=f"torch.ops.tensorops.{row.op[4:]} not registered (extension not compiled)"))
-    else:
-        marks.append(needs(op))
     if row.gpu:
         marks.append(pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (mixed devices)"))
         marks.append(pytest.mark.cuda)
@@ -330,7 +371,6 @@ def test_row_in_process(row):
 
 
 # ---- statistics tensors are data: not value-checked (that would need a device sync), IEEE like torch -------
-@needs("normalize")
 @pytest.mark.parametrize("bad", ["nan_mean", "inf_mean", "zero_std", "inf_std"])
 def test_tensor_statistics_with_non_finite_values_propagate_like_torch(bad):
     x = torch.randint(0, 256, (2, 3, 4, 4), dtype=torch.uint8)

@@ -18,8 +18,8 @@ from torch.testing import assert_close
 
 import tensorops
 from _datasets import NormalizedImages
-from _robust import has, needs
 from conftest import requires_compiled
+from tensorops import registry
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 HAS_CUDA_KERNELS = torch.cuda.is_available() and tensorops.build_info()["cuda"]
@@ -42,10 +42,11 @@ def _stats64(vals, nd=4, dim=1):
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    op: str  # the public name the case needs
+    op: str  # the tensorops.registry op it calls ("Normalize" for the module)
     make: Callable[[torch.Generator], Tuple[torch.Tensor, ...]]  # CPU inputs
     run: Callable[..., List[torch.Tensor]]  # the tensorops call(s) on inputs (any device)
     expected: Callable[..., List[torch.Tensor]]  # native torch on the CPU inputs
+    not_captured: str = ""  # why the CUDA graph test does not capture it (capture-safety not claimed)
 
 
 def _clamp_inplace(x):
@@ -54,7 +55,25 @@ def _clamp_inplace(x):
     return [x]
 
 
-_SHARED_NORMALIZE = tensorops.Normalize(MEAN, STD) if has("Normalize") else None
+def _clip_grads(*grads):
+    params = [torch.zeros_like(g, requires_grad=True) for g in grads]
+    for p, g in zip(params, grads):
+        p.grad = g
+    assert tensorops.clip_grad_value_(params, 0.3) is None
+    return [p.grad for p in params]
+
+
+CMN_TOP_LEFT = torch.tensor([[0, 3], [5, 1], [2, 2], [9, 0]])
+CMN_MIRROR = torch.tensor([True, False, False, True])
+
+
+def _crops(x):
+    return torch.stack([im[:, y:y + 9, c:c + 8].flip(-1) if f else im[:, y:y + 9, c:c + 8]
+                        for im, (y, c), f in zip(x, CMN_TOP_LEFT.tolist(), CMN_MIRROR.tolist())])
+
+
+_SHARED_NORMALIZE = tensorops.Normalize(MEAN, STD)
+_NOT_CAPTURED = "its per-call table is copied from host memory: CUDA graph capture is not claimed for it"
 
 CASES: Dict[str, Case] = {
     "normalize_list": Case(
@@ -112,7 +131,40 @@ CASES: Dict[str, Case] = {
         lambda x: [*tensorops.split(x, [1, 2, 3], dim=1), *tensorops.split(x, 7, dim=2)],
         lambda x: [*torch.split(x, [1, 2, 3], dim=1), *torch.split(x, 7, dim=2)],
     ),
+    "stack": Case(
+        "stack",
+        lambda g: tuple(torch.randn(3, 33, 17, generator=g) for _ in range(4)),
+        lambda *ts: [tensorops.stack(list(ts), dim=1)],
+        lambda *ts: [torch.stack(ts, dim=1)],
+    ),
+    "chunk": Case(
+        "chunk",
+        lambda g: (torch.randn(4, 7, 40, 32, generator=g),),
+        lambda x: list(tensorops.chunk(x, 3, dim=1)),
+        lambda x: [p.contiguous() for p in torch.chunk(x, 3, dim=1)],
+    ),
+    "clip_grad_value": Case(
+        "clip_grad_value_",
+        lambda g: (torch.randn(64, 33, generator=g), torch.randn(7, generator=g).half(), torch.randn(3, 5, generator=g)),
+        _clip_grads,
+        lambda *gs: [g.clamp(-0.3, 0.3) for g in gs],
+        not_captured=_NOT_CAPTURED,
+    ),
+    "crop_mirror_normalize": Case(
+        "crop_mirror_normalize",
+        lambda g: (torch.randint(0, 256, (4, 3, 20, 18), dtype=torch.uint8, generator=g),),
+        lambda x: [tensorops.crop_mirror_normalize(x, MEAN, STD, size=(9, 8), top_left=CMN_TOP_LEFT, mirror=CMN_MIRROR)],
+        lambda x: [((_crops(x).double() / 255 - _stats64(MEAN)) / _stats64(STD)).float()],
+        not_captured=_NOT_CAPTURED,
+    ),
 }
+
+
+def test_cases_cover_every_registry_op():
+    ops = {case.op for case in CASES.values()}
+    assert ops - {"Normalize"} <= set(registry.OPS), f"cases for ops the registry does not list: {ops - set(registry.OPS)}"
+    missing = [name for name in registry.OPS if name not in ops]
+    assert not missing, f"registry ops without a concurrency case: {missing}"
 
 
 def check(got: List[torch.Tensor], exp: List[torch.Tensor], what: str = "") -> None:
@@ -124,25 +176,21 @@ def check(got: List[torch.Tensor], exp: List[torch.Tensor], what: str = "") -> N
         assert_close(a, b, rtol=tol, atol=tol, msg=lambda m: f"{what}[{i}]: {m}")
 
 
-def run_case(name: str, seed: int, device: str = "cpu") -> None:
+def prepare(name: str, seed: int) -> Tuple[Case, Tuple[torch.Tensor, ...], List[torch.Tensor]]:
+    """The case, its CPU inputs from ``seed`` and native torch's result on copies of them."""
     case = CASES[name]
     inputs = case.make(_gen(seed))
-    expected = case.expected(*[t.clone() for t in inputs])
+    return case, inputs, case.expected(*[t.clone() for t in inputs])
+
+
+def run_case(name: str, seed: int, device: str = "cpu") -> None:
+    case, inputs, expected = prepare(name, seed)
     check(case.run(*[t.to(device, copy=True) for t in inputs]), expected, f"{name} seed {seed}")
-
-
-def available_cases():
-    return [name for name, case in CASES.items() if has(case.op)]
-
-
-def case_params():
-    return [pytest.param(name, marks=needs(case.op), id=name) for name, case in CASES.items()]
 
 
 # ---- threads -------------------------------------------------------------------------------------------------
 def test_threads_calling_every_op_at_once():
-    names = available_cases()
-    assert names, "no op to test"
+    names = list(CASES)
     barrier = threading.Barrier(4)
 
     def worker(t):
@@ -157,7 +205,6 @@ def test_threads_calling_every_op_at_once():
     assert done == [0, 1, 2, 3]
 
 
-@needs("normalize")
 def test_threads_with_autograd():
     barrier = threading.Barrier(3)
 
@@ -180,7 +227,6 @@ def test_threads_with_autograd():
 
 
 # ---- DataLoader workers ------------------------------------------------------------------------------------------
-@needs("normalize")
 @pytest.mark.parametrize("start_method", ["fork", "spawn"])
 def test_dataloader_workers(start_method):
     import multiprocessing
@@ -207,7 +253,6 @@ def _img(shape=(2, 3, 6, 5), seed=0):
     return torch.randint(0, 256, shape, dtype=torch.uint8, generator=_gen(seed))
 
 
-@needs("Normalize")
 def test_normalize_module_pickle_deepcopy_state_dict():
     mod = tensorops.Normalize([0.1, 0.2, 0.3, 0.4], [0.5, 0.6, 0.7, 0.8], dim=-1, dtype=torch.float16, scale=1 / 128)
     x = _img((2, 5, 7, 4))
@@ -240,7 +285,6 @@ def test_normalize_module_pickle_deepcopy_state_dict():
     assert torch.equal(mod(x), ref) and not torch.equal(twin(x), ref)
 
 
-@needs("Normalize")
 def test_normalize_module_sees_changed_buffers():
     """Regression: forward used numbers cached at construction, ignoring buffers changed afterwards."""
     x = _img()
@@ -307,21 +351,18 @@ def _compile_case(full: bool, backend: str):
 
 
 @requires_compiled
-@needs("normalize", "clamp", "split", "cat")
 @pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
 def test_compile_fullgraph_pipeline_all_ops(backend):
     _compile_case(True, backend)
 
 
 @requires_compiled
-@needs("normalize")
 @pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
 def test_compile_fullgraph_pipeline_normalize(backend):
     _compile_case(False, backend)
 
 
 @requires_compiled
-@needs("normalize")
 @pytest.mark.filterwarnings("ignore::FutureWarning")  # torch.jit.* deprecation notices
 def test_torchscript_through_torch_ops():
     @torch.jit.script
@@ -347,11 +388,9 @@ def test_torchscript_through_torch_ops():
 # ---- CUDA: streams, graphs, a second device ------------------------------------------------------------------------
 @requires_gpu
 @pytest.mark.cuda
-@pytest.mark.parametrize("name", case_params())
+@pytest.mark.parametrize("name", list(CASES))
 def test_cuda_non_default_stream(name):
-    case = CASES[name]
-    inputs = case.make(_gen(7))
-    expected = case.expected(*[t.clone() for t in inputs])
+    case, inputs, expected = prepare(name, 7)
     staged = [t.cuda() for t in inputs]
     torch.cuda.synchronize()
     side = torch.cuda.Stream()
@@ -367,7 +406,10 @@ def test_cuda_non_default_stream(name):
 
 @requires_gpu
 @pytest.mark.cuda
-@pytest.mark.parametrize("name", case_params())
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=pytest.mark.skipif(bool(case.not_captured), reason=case.not_captured))
+    for name, case in CASES.items()
+])
 def test_cuda_graph_capture(name):
     case = CASES[name]
     static = [t.cuda() for t in case.make(_gen(0))]
@@ -391,11 +433,9 @@ def test_cuda_graph_capture(name):
 
 @requires_two_gpus
 @pytest.mark.cuda
-@pytest.mark.parametrize("name", case_params())
+@pytest.mark.parametrize("name", list(CASES))
 def test_cuda_second_device(name):
-    case = CASES[name]
-    inputs = case.make(_gen(11))
-    expected = case.expected(*[t.clone() for t in inputs])
+    case, inputs, expected = prepare(name, 11)
     with torch.cuda.device(0):  # current device 0, tensors on cuda:1: no device-0 assumption may leak in
         got = case.run(*[t.to("cuda:1") for t in inputs])
         for t in got:

@@ -17,7 +17,6 @@ import pytest
 import torch
 
 import tensorops
-from _robust import needs
 
 GiB = 1 << 30
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -61,7 +60,6 @@ def windows(n: int, marks) -> torch.Tensor:
 
 # ---- past 2^31 elements ---------------------------------------------------------------------------------------
 @pytest.mark.slow
-@needs("normalize")
 @needs_ram(8)
 def test_normalize_past_2_31_elements():
     c, h, w = 3, 16385, 43691  # 2^31 + 147457 elements; channel 2 starts past 2^30 and ends past 2^31
@@ -90,7 +88,6 @@ def test_normalize_past_2_31_elements():
 
 
 @pytest.mark.slow
-@needs("cat")
 @needs_ram(6)
 def test_cat_past_2_31_elements():
     rows, a_cols, b_cols = 3, 500_000_003, 216_000_000  # output: 2^31 + 516361 elements
@@ -149,7 +146,6 @@ print(json.dumps(dict(before=before, with_input=with_input, after=after, input=x
 
 
 @pytest.mark.slow
-@needs("normalize")
 @needs_ram(7)
 @pytest.mark.parametrize("variant", ["list_stats", "tensor_stats", "channels_last_to_contiguous"])
 def test_normalize_peak_memory_is_input_plus_output(variant):
@@ -222,7 +218,6 @@ print(json.dumps(dict(rss0=rss0, rss1=rss1, objs0=objs0, objs1=objs1, calls=len(
 """
 
 
-@needs("normalize")
 def test_no_memory_growth_over_thousands_of_calls():
     # every call allocates ~100 KiB of output: leaking one output (or one autograd graph) per call would add
     # hundreds of MiB over the run; growing Python object counts would show a reference leak in the wrappers
