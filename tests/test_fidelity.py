@@ -174,9 +174,20 @@ def _normalize_cases():
     }
 
 
-@pytest.mark.parametrize("case", list(_normalize_cases()))
-def test_normalize_transforms(case):
-    ours, theirs, args = _normalize_cases()[case]
+def _hessians_match(ours, theirs, args):
+    loss = lambda f: (lambda *a: f(*a).pow(2).sum())  # noqa: E731
+    _assert_same(hessian(loss(ours))(*args), hessian(loss(theirs))(*args), exact=False)
+
+
+def _cubic_loss_grads_match(ours, theirs, args):
+    loss = lambda f: (lambda *a: f(*a).pow(3).sum())  # noqa: E731
+    argnums = tuple(range(len(args)))
+    _assert_same(torch.func.grad(loss(ours), argnums)(*args), torch.func.grad(loss(theirs), argnums)(*args), exact=False)
+
+
+def _assert_transforms_match(ours, theirs, args, second_order):
+    """Forward AD, jvp, jacrev, jacfwd, ``second_order(ours, theirs, args)``, vmap, gradcheck (batched, forward AD)
+    and gradgradcheck: ours against theirs."""
     tangents = tuple(torch.randn_like(a) for a in args)
     with fwAD.dual_level():
         duals = [fwAD.make_dual(a, t) for a, t in zip(args, tangents)]
@@ -188,8 +199,7 @@ def test_normalize_transforms(case):
     argnums = tuple(range(len(args)))
     _assert_same(jacrev(ours, argnums)(*args), jacrev(theirs, argnums)(*args), exact=False)
     _assert_same(jacfwd(ours, argnums)(*args), jacrev(theirs, argnums)(*args), exact=False)
-    loss = lambda f: (lambda *a: f(*a).pow(2).sum())  # noqa: E731
-    _assert_same(hessian(loss(ours))(*args), hessian(loss(theirs))(*args), exact=False)
+    second_order(ours, theirs, args)
     batched = [torch.stack([a, 2 * a]) for a in args]
     _assert_same(vmap(ours)(*batched), vmap(theirs)(*batched), exact=False)
     inputs = tuple(a.clone().requires_grad_() for a in args)
@@ -197,6 +207,12 @@ def test_normalize_transforms(case):
         ours, inputs, check_batched_grad=True, check_forward_ad=True, check_batched_forward_grad=True
     )
     assert torch.autograd.gradgradcheck(ours, inputs)
+
+
+@pytest.mark.parametrize("case", list(_normalize_cases()))
+def test_normalize_transforms(case):
+    ours, theirs, args = _normalize_cases()[case]
+    _assert_transforms_match(ours, theirs, args, _hessians_match)
 
 
 # ---- crop_mirror_normalize (no OpInfo in torch): own samples against tensorops.reference ------------------------
@@ -234,26 +250,7 @@ def _cmn_cases():
 def test_crop_mirror_normalize_transforms(case):
     ours, theirs, args = _cmn_cases()[case]
     _assert_same(ours(*args), theirs(*args), exact=False)
-    tangents = tuple(torch.randn_like(a) for a in args)
-    with fwAD.dual_level():
-        duals = [fwAD.make_dual(a, t) for a, t in zip(args, tangents)]
-        got = fwAD.unpack_dual(ours(*duals)).tangent
-        want = fwAD.unpack_dual(theirs(*duals)).tangent
-    assert got is not None
-    _assert_same(got, want, exact=False)
-    _assert_same(jvp(ours, args, tangents), jvp(theirs, args, tangents), exact=False)
-    argnums = tuple(range(len(args)))
-    _assert_same(jacrev(ours, argnums)(*args), jacrev(theirs, argnums)(*args), exact=False)
-    _assert_same(jacfwd(ours, argnums)(*args), jacrev(theirs, argnums)(*args), exact=False)
-    loss = lambda f: (lambda *a: f(*a).pow(3).sum())  # noqa: E731
-    _assert_same(torch.func.grad(loss(ours), argnums)(*args), torch.func.grad(loss(theirs), argnums)(*args), exact=False)
-    batched = [torch.stack([a, 2 * a]) for a in args]
-    _assert_same(vmap(ours)(*batched), vmap(theirs)(*batched), exact=False)
-    inputs = tuple(a.clone().requires_grad_() for a in args)
-    assert torch.autograd.gradcheck(
-        ours, inputs, check_batched_grad=True, check_forward_ad=True, check_batched_forward_grad=True
-    )
-    assert torch.autograd.gradgradcheck(ours, inputs)
+    _assert_transforms_match(ours, theirs, args, _cubic_loss_grads_match)
 
 
 def test_crop_mirror_normalize_kernel_under_transforms():
@@ -460,6 +457,17 @@ def _outcome(fn):
         return type(exc), None
 
 
+def _assert_out_like_torch(ours, theirs, o1, o2):
+    """ours(o1) raises what theirs(o2) raises, or neither raises and o1 holds what o2 holds; returns both results
+    (None after an exception)."""
+    e1, r1 = _outcome(lambda: ours(o1))
+    e2, r2 = _outcome(lambda: theirs(o2))
+    assert e1 == e2
+    if e1 is None:
+        _assert_same(o1, o2)
+    return e1, r1, r2
+
+
 @pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
 def test_cat_axis_alias_and_out():
     a, b = torch.randn(2, 3), torch.randn(2, 1)
@@ -474,12 +482,9 @@ def test_cat_axis_alias_and_out():
         o1, o2 = out_factory(), out_factory()
         if o1 is a:
             o1, o2 = a, a
-        e1, r1 = _outcome(lambda: tensorops.cat([a, b], 1, out=o1))
-        e2, r2 = _outcome(lambda: torch.cat([a, b], 1, out=o2))
-        assert e1 == e2
-        if e1 is None:
-            assert r1 is o1
-            _assert_same(o1, o2)
+        err, r1, _ = _assert_out_like_torch(lambda o: tensorops.cat([a, b], 1, out=o),
+                                            lambda o: torch.cat([a, b], 1, out=o), o1, o2)
+        assert err is not None or r1 is o1
 
 
 @pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
@@ -491,12 +496,9 @@ def test_clamp_out():
         (lambda: torch.empty(3, 4, dtype=torch.int32), (-0.5, 0.5)),
     ):
         o1, o2 = out_factory(), out_factory()
-        e1, r1 = _outcome(lambda: tensorops.clamp(x, *bounds, out=o1))
-        e2, r2 = _outcome(lambda: torch.clamp(x, *bounds, out=o2))
-        assert e1 == e2
-        if e1 is None:
-            assert r1 is o1
-            _assert_same(o1, o2)
+        err, r1, _ = _assert_out_like_torch(lambda o: tensorops.clamp(x, *bounds, out=o),
+                                            lambda o: torch.clamp(x, *bounds, out=o), o1, o2)
+        assert err is not None or r1 is o1
 
 
 @pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
@@ -509,12 +511,9 @@ def test_split_out_one_pass():
         lambda: [torch.empty(4, dtype=torch.int64), torch.empty(6)],  # wrong dtype: torch raises
     ):
         o1, o2 = make(), make()
-        e1, r1 = _outcome(lambda: tensorops.split(flat, [4, 6], out=o1))
-        e2, r2 = _outcome(lambda: torch.split_with_sizes_copy(flat, [4, 6], out=o2))
-        assert e1 == e2
-        if e1 is None:
-            assert r1 is None and r2 is None
-            _assert_same(o1, o2)
+        err, r1, r2 = _assert_out_like_torch(lambda o: tensorops.split(flat, [4, 6], out=o),
+                                             lambda o: torch.split_with_sizes_copy(flat, [4, 6], out=o), o1, o2)
+        assert err is not None or (r1 is None and r2 is None)
     grads = [torch.empty(2, 3), torch.empty(4)]
     tensorops.split(torch.arange(10.0), [6, 4], out=[g.view(-1) for g in grads])
     _assert_same(torch.cat([g.view(-1) for g in grads]), torch.arange(10.0))
