@@ -48,6 +48,18 @@ def pytest_report_header(config):
     ]
 
 
+def make_tensor(shape, dtype=torch.float32, device="cpu", seed=0, low=0):
+    """Random values from ``seed``: normal floats (complex too), random bools, integers in [low, 100) (uint8 from 0)."""
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return (torch.randn(shape, generator=g) > 0).to(device)
+    if dtype.is_complex:
+        return torch.randn(shape, generator=g, dtype=dtype).to(device)
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=g).to(dtype).to(device)
+    return torch.randint(low if dtype != torch.uint8 else 0, 100, shape, generator=g).to(dtype).to(device)
+
+
 def kernel_ran(fn, *args, **kwargs):
     """Run fn under the profiler and return (result, names of tensorops::* ops that ran)."""
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:

@@ -8,7 +8,7 @@ import torch
 
 import tensorops
 from tensorops import reference
-from conftest import kernel_ran, requires_compiled, requires_cuda_kernels
+from conftest import kernel_ran, make_tensor, requires_compiled, requires_cuda_kernels
 
 ALL_DTYPES = [
     torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
@@ -17,14 +17,8 @@ ALL_DTYPES = [
 
 
 def make(shape, dtype=torch.float32, device="cpu", seed=None):
-    g = torch.Generator().manual_seed(seed if seed is not None else hash(tuple(shape)) % 1000)
-    if dtype == torch.bool:
-        return (torch.randn(shape, generator=g) > 0).to(device)
-    if dtype.is_complex:
-        return torch.randn(shape, generator=g, dtype=dtype).to(device)
-    if dtype.is_floating_point:
-        return torch.randn(shape, generator=g).to(dtype).to(device)
-    return torch.randint(-100 if dtype != torch.uint8 else 0, 100, shape, generator=g).to(dtype).to(device)
+    seed = seed if seed is not None else hash(tuple(shape)) % 1000
+    return make_tensor(shape, dtype, device, seed, low=-100)
 
 
 def _layout(t: torch.Tensor):

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import tensorops
-from conftest import kernel_ran, requires_compiled
+from conftest import kernel_ran, make_tensor, requires_compiled
 
 DTYPES = [
     torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
@@ -14,15 +14,7 @@ DTYPES = [
 ]
 
 
-def make(shape, dtype=torch.float32, device="cpu", seed=0):
-    g = torch.Generator().manual_seed(seed)
-    if dtype == torch.bool:
-        return (torch.randn(shape, generator=g) > 0).to(device)
-    if dtype.is_complex:
-        return torch.randn(shape, generator=g, dtype=dtype).to(device)
-    if dtype.is_floating_point:
-        return torch.randn(shape, generator=g).to(dtype).to(device)
-    return torch.randint(0, 100, shape, generator=g).to(dtype).to(device)
+make = make_tensor  # seed 0, integers in [0, 100)
 
 
 def same_error(fn_ours, fn_torch):
