@@ -50,31 +50,21 @@ DRY_RUN=0
 DEADLINE="${GPU_CHECK_DEADLINE:-450}"
 while (($# > 0)); do
     case "$1" in
+        --deadline=* | --steps=*)  # --opt=value is --opt value
+            set -- "${1%%=*}" "${1#*=}" "${@:2}"
+            continue
+            ;;
+        --deadline | --steps)
+            (($# >= 2)) || die_usage "$1 needs a value"
+            if [[ "$1" == --deadline ]]; then DEADLINE="$2"; else STEPS="${2//,/ }"; fi
+            shift 2
+            ;;
         -h | --help)
             usage
             exit 0
             ;;
         --dry-run)
             DRY_RUN=1
-            shift
-            ;;
-        --deadline)
-            (($# >= 2)) || die_usage "--deadline needs a value"
-            DEADLINE="$2"
-            shift 2
-            ;;
-        --deadline=*)
-            DEADLINE="${1#--deadline=}"
-            shift
-            ;;
-        --steps)
-            (($# >= 2)) || die_usage "--steps needs a value"
-            STEPS="${2//,/ }"
-            shift 2
-            ;;
-        --steps=*)
-            STEPS="${1#--steps=}"
-            STEPS="${STEPS//,/ }"
             shift
             ;;
         -*) die_usage "unknown option: $1" ;;
