@@ -156,7 +156,7 @@ def markdown_table(result: Dict[str, Any]) -> str:
 
 def plot(result: Dict[str, Any], path: str) -> None:
     """Speedup of tensorops over native eager against bytes moved, log-log, one line per series (a family of
-    rows differing only in size); one panel per (device, op family) so the lines stay readable."""
+    rows differing only in size); one panel per (device, registry op timed) so the lines stay readable."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -164,8 +164,7 @@ def plot(result: Dict[str, Any], path: str) -> None:
 
     rows = [r for r in result["rows"] if r["speedup_vs_eager"]]
     devices = sorted({r["device"] for r in rows}) or ["cpu"]
-    families = [f for f in ("normalize", "clamp", "cat", "split", "crop") if any(r["op"].startswith(f) for r in rows)]
-    families = families or ["normalize"]
+    families = list(dict.fromkeys(r["times"] for r in rows)) or ["normalize"]  # one panel per op timed
     from matplotlib.ticker import FuncFormatter
 
     ncols = min(2, len(families))
@@ -183,7 +182,7 @@ def plot(result: Dict[str, Any], path: str) -> None:
             ax = axes[i * per_device + j // ncols][j % ncols]
             series: Dict[str, List[Tuple[int, float]]] = {}
             for r in rows:
-                if r["device"] == dev and r["op"].startswith(fam):
+                if r["device"] == dev and r["times"] == fam:
                     series.setdefault(r["series"], []).append((r["bytes"], r["speedup_vs_eager"]))
             colors = plt.get_cmap("tab10" if len(series) <= 10 else "tab20")
             for k, (name, pts) in enumerate(sorted(series.items())):

@@ -26,7 +26,7 @@ IMPLS = ("eager", "compile", "tensorops")
 
 # Keys every row has (the smoke test and gpu_summary.py rely on them).
 ROW_KEYS = (
-    "op", "series", "case", "shape", "dtype", "layout", "device", "bytes", "eager_expr",
+    "op", "times", "series", "case", "shape", "dtype", "layout", "device", "bytes", "eager_expr",
     "eager_s", "compile_s", "tensorops_s", "copy_s", "extras_s",
     "speedup_vs_eager", "speedup_vs_compile",
     "gbps", "copy_gbps", "pct_of_copy", "eager_pct_of_copy", "compile_pct_of_copy",
@@ -231,6 +231,7 @@ def run_case(
         notes.append(f"{name} {fmt_time(t)}" + ("" if ratio is None else f" (tensorops takes {ratio:.2f}x that)"))
     return {
         "op": case.op,
+        "times": case.times,
         "series": case.series,
         "case": case.case,
         "shape": case.shape,
