@@ -52,7 +52,6 @@ def run_clamp(device: torch.device) -> None:
         assert tensorops.clamp(x, -1.0, 1.0).shape == (0, 3)
     call("clamp empty", empty)
 
-
     for dtype in (torch.float32, torch.float64, torch.float16):
         def backward(dtype=dtype):
             x = unaligned((2, 3, 5, 7), dtype, device)
