@@ -12,7 +12,7 @@ from typing import Any, Optional
 import torch
 import torch.autograd.forward_ad as _fwAD
 
-__version__ = "0.1.0"
+from tensorops._version import __version__
 
 # Dimensions the kernels' iteration plans hold (kMaxPlanDims in csrc/include/tensorops/plan.h); tensors with
 # more go to native torch.
