@@ -251,25 +251,34 @@ def cat_meta(tensors: Sequence[torch.Tensor], dim: int):
     return tuple(shape), dtype, mf, device, dim
 
 
+_SPLIT = where("split")
+
+
 def split_input(tensor: torch.Tensor, dim: int) -> int:
     """split's input (at least 1-D) and its dim, wrapped."""
-    require(tensor.dim() > 0, lambda: f"{where('split')}split expects at least a 1-dimensional tensor")
-    return wrap_dim("split", dim, tensor.dim(), "input")
+    ndim = tensor.dim()
+    if ndim == 0:
+        raise RuntimeError(f"{_SPLIT}split expects at least a 1-dimensional tensor")
+    if -ndim <= dim < ndim:
+        return dim % ndim
+    return wrap_dim("split", dim, ndim, "input")  # raises
 
 
 def check_split_sizes(sizes: Sequence, dim_size, dim: int) -> None:
     """Piece sizes: non-negative, summing to the input's size at ``dim``."""
-    fn = where("split")
+    total = sum(sizes)
+    if type(total) is int and total == dim_size and (not sizes or min(sizes) >= 0):
+        return  # plain ints that pass: the common case, without a closure per check
     for i, s in enumerate(sizes):
-        require(s >= 0, lambda: f"{fn}split_sizes must be non-negative, but split_sizes[{i}] is {s} "
+        require(s >= 0, lambda: f"{_SPLIT}split_sizes must be non-negative, but split_sizes[{i}] is {s} "
                                 f"(split_sizes={list(sizes)})")
-    require(sum(sizes) == dim_size, lambda: f"{fn}split_sizes must sum exactly to {dim_size} (input's size at "
-                                            f"dimension {dim}), but got split_sizes={list(sizes)} (sum {sum(sizes)})")
+    require(total == dim_size, lambda: f"{_SPLIT}split_sizes must sum exactly to {dim_size} (input's size at "
+                                       f"dimension {dim}), but got split_sizes={list(sizes)} (sum {total})")
 
 
 def split_sizes(tensor: object, split_size_or_sections: object, dim: int) -> Tuple[List[int], int]:
     """torch.split's pieces as a list of sizes, with torch's checks; returns (sizes, wrapped dim)."""
-    fn = where("split")
+    fn = _SPLIT
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"{fn}tensor must be a Tensor, got {type(tensor).__name__}")
     dim = split_input(tensor, dim)
@@ -296,11 +305,15 @@ def split_sizes(tensor: object, split_size_or_sections: object, dim: int) -> Tup
             f"{fn}split_size_or_sections must be an int or a sequence of ints, got {type(sections).__name__}"
         )
     sizes = []
+    bad = False
     for i, s in enumerate(sections):
         if isinstance(s, torch.Tensor) and s.dim() == 0 and not s.is_floating_point():
             s = int(s.item())
         if isinstance(s, bool) or not isinstance(s, (int, torch.SymInt)):
             raise TypeError(f"{fn}split_sizes[{i}] must be an int, got {type(s).__name__}")
+        if s < 0:
+            bad = True
         sizes.append(s)
-    check_split_sizes(sizes, dim_size, dim)
+    if bad or sum(sizes) != dim_size:
+        check_split_sizes(sizes, dim_size, dim)  # raises, naming the piece
     return sizes, dim

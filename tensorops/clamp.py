@@ -25,7 +25,6 @@ KERNELS = _routing.Kernels(
     plan=True,
     one_device=True,
 )
-_MAX_DIMS = _routing.MAX_KERNEL_DIMS
 
 
 def _check_input(fn: str, input: object) -> None:
@@ -124,8 +123,15 @@ def clamp(
         tensor([0.0000, 5.0000, 7.5000])
     """
     if _FAST_CLAMP is not None and out is None and not _extension.forward_ad_active() \
-            and not torch.compiler.is_compiling() and isinstance(input, torch.Tensor) and input.dim() <= _MAX_DIMS:
-        result = _FAST_CLAMP(input, min, max)  # plain tensors, no gradient, no transform; None: not handled there
+            and not torch.compiler.is_compiling():
+        try:  # plain tensors, no gradient, no transform; None: not handled there
+            result = _FAST_CLAMP(input, min, max)
+        except RuntimeError:
+            # the C entry does not look at ranks (a test there would cost every tiny call): more dims than the
+            # kernels' plans hold raise there, and the route below sends them to torch
+            if not _too_many_dims(input, min, max):
+                raise
+            result = None
         if result is not None:
             return result
     min, max, tensors = _resolve("clamp", input, min, max)
@@ -179,3 +185,7 @@ def _kernels(input: torch.Tensor, min: Bound, max: Bound) -> bool:
     """The kernels take input and the tensor bounds (a CPU 0-dim bound with a CUDA input does not)."""
     return KERNELS.cover(input, min if isinstance(min, torch.Tensor) else None,
                          max if isinstance(max, torch.Tensor) else None)
+
+
+def _too_many_dims(*tensors: object) -> bool:
+    return any(isinstance(t, torch.Tensor) and t.dim() > _routing.MAX_KERNEL_DIMS for t in tensors)

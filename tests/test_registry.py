@@ -347,11 +347,21 @@ def test_max_kernel_dims_is_the_extensions():
 )
 def test_more_dims_than_the_kernels_hold(name, ours, theirs, planned):
     """Inputs with more dims than an iteration plan holds go to torch for the ops whose kernels use a plan
-    (normalize, clamp); cat and split copy through their own tables, which take any rank."""
+    (normalize, clamp); cat and split copy through their own tables, which take any rank. (clamp's C entry
+    leaves ranks to the kernel, which refuses them, and then to the route: the plain call is checked by value,
+    the route by the call that needs gradients, where no tensorops op may run.)"""
     x = _many_dims(_routing.MAX_KERNEL_DIMS + 1)
-    out, names = kernel_ran(ours, x)
+    _assert_same(ours(x), theirs(x))
+    leaf = x.detach().requires_grad_()
+    out, names = kernel_ran(ours, leaf)
     _assert_same(out, theirs(x))
     assert bool(names) != planned, (name, names)
-    out, names = kernel_ran(ours, _many_dims(_routing.MAX_KERNEL_DIMS))
-    _assert_same(out, theirs(_many_dims(_routing.MAX_KERNEL_DIMS)))
+    ref_leaf = x.detach().requires_grad_()
+    ref = theirs(ref_leaf)
+    outs, refs = (list(out), list(ref)) if isinstance(ref, tuple) else ([out], [ref])
+    _assert_same(torch.autograd.grad(outs, leaf, [torch.ones_like(r) for r in refs]),
+                 torch.autograd.grad(refs, ref_leaf, [torch.ones_like(r) for r in refs]))
+    y = _many_dims(_routing.MAX_KERNEL_DIMS)
+    out, names = kernel_ran(ours, y)
+    _assert_same(out, theirs(y))
     assert names, f"{name}: the kernels should take {_routing.MAX_KERNEL_DIMS} dims"
