@@ -160,7 +160,8 @@ def _cat_vmap(info, in_dims, tensors, dim, run=None):
         return tensors[0].new_empty((info.batch_size, 0), dtype=dtype), 0
     ndim = physical[0].dim() - 1
     if not -ndim <= dim < ndim:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
+        raise IndexError(f"{_checks.where('cat')}Dimension out of range (expected to be in range of [{-ndim}, "
+                         f"{ndim - 1}], but got {dim})")
     out = run(physical, dim % ndim + 1)
     return (out if out.dtype == dtype else out.to(dtype)), 0
 

@@ -23,9 +23,10 @@ from tensorops.clamp import clamp_ as _clamp_tensor_
 __all__ = ["clamp", "clamp_", "clip_grad_value_"]
 
 TensorList = Union[List[torch.Tensor], Sequence[torch.Tensor]]
-# What the list kernels cover: every dtype torch.clamp takes, strided non-quantized tensors (the list scan checks
-# the layouts in its one pass) on a device with kernels; a view that is not dense is clamped by torch, in C++
-KERNELS = _routing.Kernels(strided=True)
+# What the list kernels cover: every dtype torch.clamp takes, on a device with kernels. Quantized tensors (the list
+# scan notes them in its one pass, so the list is not walked again here) go to torch; inside the op, views that
+# are not dense are clamped by torch
+KERNELS = _routing.Kernels()
 
 
 # ---- argument handling ------------------------------------------------------------------------------------------

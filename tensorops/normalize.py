@@ -86,7 +86,8 @@ def _number_stats(
         hit = _NUMBER_STATS.get(key)
         if hit is not None:
             return hit
-    mean_values, std_values = _checks.stat_numbers("normalize", "mean", mean), _checks.stat_numbers("normalize", "std", std)
+    mean_values = _checks.stat_numbers("normalize", "mean", mean)
+    std_values = _checks.stat_numbers("normalize", "std", std)
     for name, values in (("mean", mean_values), ("std", std_values)):
         if values is not None and len(values) not in (1, channels):
             raise ValueError(f"{_FN}{name} has {len(values)} values but input has {channels} channels along dim {dim}")
@@ -146,8 +147,10 @@ def normalize(
         raise DimError(f"{_FN}dim {dim} is out of range for input of shape {tuple(input.shape)} with {ndim} "
                        f"dimensions{hint}")
     dim = dim % ndim
-    dtype = (torch.float32 if input.dtype in INT_SCALES else input.dtype) if dtype is None else _checks.float_dtype(
-        "normalize", dtype)
+    if dtype is None:
+        dtype = torch.float32 if input.dtype in INT_SCALES else input.dtype
+    else:
+        dtype = _checks.float_dtype("normalize", dtype)
     if scale is None:
         scale = INT_SCALES.get(input.dtype, 1.0)
     elif isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not math.isfinite(scale):
@@ -174,8 +177,8 @@ def normalize(
     s = _stat_tensor("std", std, input, dim) if std_values is None else _values(std_values, input, dim, acc)
     if not kernels:
         return reference.normalize(input, m, s, dim=dim, scale=scale, dtype=dtype, memory_format=memory_format)
-    return _routing.call(torch.ops.tensorops.normalize_tensor.default, _NormalizeTensor, (input, m, s, scale, dtype,
-                                                                                          memory_format))
+    args = (input, m, s, scale, dtype, memory_format)
+    return _routing.call(torch.ops.tensorops.normalize_tensor.default, _NormalizeTensor, args)
 
 
 def _values(values: List[float], input: torch.Tensor, dim: int, dtype: torch.dtype) -> torch.Tensor:
