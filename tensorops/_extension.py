@@ -79,8 +79,6 @@ def kernels_for(device: torch.device) -> bool:
 
 
 _transforms_active = torch._C._are_functorch_transforms_active
-
-
 below_autograd = torch._C._AutoDispatchBelowAutograd
 
 
