@@ -18,8 +18,11 @@ import sys
 from setuptools import find_packages, setup
 
 NAME = "tensorops"
-VERSION = "0.1.0"
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The version lives in tensorops/_version.py only; read as text, since importing tensorops needs the built
+# extension (or warns without it).
+with open(os.path.join(HERE, "tensorops", "_version.py"), encoding="utf-8") as _f:
+    VERSION = re.search(r'^__version__ = "([^"]+)"', _f.read(), re.M).group(1)
 # Architectures compiled when TORCH_CUDA_ARCH_LIST is unset: sm_75 (T4), sm_80 (A100; its code also runs on
 # every 8.x GPU), sm_90 (H100/H200) and PTX that newer GPUs (Blackwell...) compile at load time.
 DEFAULT_CUDA_ARCHS = "7.5;8.0;9.0+PTX"

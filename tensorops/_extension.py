@@ -12,11 +12,7 @@ from typing import Any, Optional
 import torch
 import torch.autograd.forward_ad as _fwAD
 
-__version__ = "0.1.0"
-
-# Dimensions the kernels' iteration plans hold (kMaxPlanDims in csrc/include/tensorops/plan.h); tensors with
-# more go to native torch.
-MAX_KERNEL_DIMS = 16
+from tensorops._version import __version__
 
 _C: Any = None
 _load_error: Optional[str] = None
@@ -67,6 +63,10 @@ def build_info() -> dict:
 
 
 _HAS_CUDA_KERNELS = bool(_C is not None and build_info()["cuda"])
+# Dimensions the kernels' iteration plans hold (kMaxPlanDims in csrc/include/tensorops/plan.h), as the compiled
+# library reports it; tensors with more go to native torch (tensorops._routing). Without the library every op
+# runs through native torch anyway.
+MAX_KERNEL_DIMS = int(build_info().get("max_kernel_dims", 0)) if _C is not None else 0
 
 
 def kernels_for(device: torch.device) -> bool:
@@ -79,19 +79,6 @@ def kernels_for(device: torch.device) -> bool:
 
 
 _transforms_active = torch._C._are_functorch_transforms_active
-
-
-def autograd_not_needed(*tensors: torch.Tensor) -> bool:
-    """True when a call can skip the autograd layer of the registered ops: eager mode (not being traced by
-    torch.compile), no forward AD level or torch.func transform, and no input that autograd would track. The
-    Python autograd kernel costs a few microseconds per call even when it does nothing."""
-    if torch.compiler.is_compiling() or _fwAD._current_level >= 0 or _transforms_active():
-        return False  # traced, or forward AD / a torch.func transform needs the autograd kernels
-    if not torch.is_grad_enabled():
-        return True
-    return not any(t.requires_grad for t in tensors)
-
-
 below_autograd = torch._C._AutoDispatchBelowAutograd
 
 
@@ -148,22 +135,6 @@ def register_autograd_function(opname: str, function: type, to_apply, from_apply
             return op.redispatch(keyset & after_autograd, *args)
 
     _IMPL.impl(opname, kernel, "Autograd", with_keyset=True)  # type: ignore[union-attr]
-
-
-def differentiable_call(op, function: type, apply_args: tuple, op_args: Optional[tuple] = None):
-    """Runs a registered op where derivatives may be needed: ``function.apply`` under forward AD, a torch.func
-    transform, or when an input requires grad; the op below autograd otherwise; the op itself under
-    torch.compile (its autograd kernel is traced). A torch.func transform handles an autograd.Function only
-    when it is applied from above the dispatcher (inside the op's autograd kernel the transform has already
-    been peeled off), so the wrappers, backward formulas and batching rules call through here."""
-    op_args = apply_args if op_args is None else op_args
-    if torch.compiler.is_compiling():
-        return op(*op_args)
-    if _fwAD._current_level < 0 and not _transforms_active():
-        if not (torch.is_grad_enabled() and _any_requires_grad(*op_args)):
-            with below_autograd():
-                return op(*op_args)
-    return function.apply(*apply_args)
 
 
 class Static:

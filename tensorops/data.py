@@ -6,9 +6,12 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 import torch
 from torch.utils.data import default_collate, get_worker_info
 
+from tensorops._checks import where
 from tensorops.crop_mirror_normalize import crop_mirror_normalize
 
 __all__ = ["CropMirrorNormalizeCollate"]
+
+_FN = where("data.CropMirrorNormalizeCollate")
 
 
 class CropMirrorNormalizeCollate:
@@ -58,11 +61,11 @@ class CropMirrorNormalizeCollate:
         if isinstance(size, int) and not isinstance(size, bool):
             size = (size, size)
         if not (isinstance(size, (tuple, list)) and len(size) == 2 and all(isinstance(v, int) and v > 0 for v in size)):
-            raise ValueError(f"CropMirrorNormalizeCollate: size must be a positive int or (h, w), got {size!r}")
+            raise ValueError(f"{_FN}size must be a positive int or (h, w), got {size!r}")
         if not 0.0 <= float(mirror_prob) <= 1.0:
-            raise ValueError(f"CropMirrorNormalizeCollate: mirror_prob must be in [0, 1], got {mirror_prob!r}")
+            raise ValueError(f"{_FN}mirror_prob must be in [0, 1], got {mirror_prob!r}")
         if generator is not None and not isinstance(generator, torch.Generator):
-            raise TypeError(f"CropMirrorNormalizeCollate: generator must be a torch.Generator, got {generator!r}")
+            raise TypeError(f"{_FN}generator must be a torch.Generator, got {generator!r}")
         self.size = (int(size[0]), int(size[1]))
         self.mean, self.std = mean, std
         self.train, self.dim, self.dtype = bool(train), dim, dtype
@@ -105,12 +108,12 @@ class CropMirrorNormalizeCollate:
 
     def __call__(self, samples: Sequence[Tuple[torch.Tensor, Any]]) -> Tuple[torch.Tensor, Any]:
         if len(samples) == 0:
-            raise ValueError("CropMirrorNormalizeCollate: got an empty list of samples")
+            raise ValueError(f"{_FN}got an empty list of samples")
         images: List[torch.Tensor] = []
         labels: List[Any] = []
         for k, sample in enumerate(samples):
             if not isinstance(sample, (tuple, list)) or len(sample) != 2:
-                raise TypeError(f"CropMirrorNormalizeCollate: sample {k} must be an (image, label) pair, got "
+                raise TypeError(f"{_FN}sample {k} must be an (image, label) pair, got "
                                 f"{type(sample).__name__}")
             images.append(sample[0])
             labels.append(sample[1])

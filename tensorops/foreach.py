@@ -14,14 +14,19 @@ from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 import torch
 import torch.autograd.forward_ad as _fwAD
 
-from tensorops import _extension, reference
-from tensorops.clamp import Bound, _check_bound
+from tensorops import _extension, _routing, reference
+from tensorops._checks import check_bound, no_bounds, where
+from tensorops.clamp import Bound
 from tensorops.clamp import clamp as _clamp_tensor
 from tensorops.clamp import clamp_ as _clamp_tensor_
 
 __all__ = ["clamp", "clamp_", "clip_grad_value_"]
 
 TensorList = Union[List[torch.Tensor], Sequence[torch.Tensor]]
+# What the list kernels cover: every dtype torch.clamp takes, on a device with kernels. Quantized tensors (the list
+# scan notes them in its one pass, so the list is not walked again here) go to torch; inside the op, views that
+# are not dense are clamped by torch
+KERNELS = _routing.Kernels()
 
 
 # ---- argument handling ------------------------------------------------------------------------------------------
@@ -41,12 +46,12 @@ def _scan(fn: str, tensors: Sequence[object]) -> _Scan:
     for i, t in enumerate(tensors):
         if not isinstance(t, torch.Tensor):
             raise TypeError(
-                f"{fn}: input must be a tensor or a list of tensors, but input[{i}] is a {type(t).__name__}"
+                f"{where(fn)}input must be a tensor or a list of tensors, but input[{i}] is a {type(t).__name__}"
             )
         if not t.is_floating_point():
             integral = True
             if t.is_complex():
-                raise NotImplementedError(f"{fn}: input[{i}] is {t.dtype}; clamp is not supported for complex types")
+                raise NotImplementedError(f"{where(fn)}input[{i}] is {t.dtype}; clamp is not supported for complex types")
             quantized = quantized or t.is_quantized
         if t.requires_grad:
             grad = True
@@ -70,9 +75,9 @@ def _scan(fn: str, tensors: Sequence[object]) -> _Scan:
 def _number_bounds(fn: str, min: object, max: object):
     """(min, max, numbers): numbers is False when a bound is a tensor that is not a plain 0-dim value, which
     then goes tensor by tensor through tensorops.clamp (broadcasting, gradients to the bound)."""
-    min, max = _check_bound(fn, "min", min), _check_bound(fn, "max", max)
+    min, max = check_bound(fn, "min", min), check_bound(fn, "max", max)
     if min is None and max is None:
-        raise RuntimeError(f"{fn}: min, max: at least one of 'min' or 'max' must not be None")
+        raise no_bounds(fn)
     numbers = True
     out = []
     for b in (min, max):
@@ -85,21 +90,25 @@ def _number_bounds(fn: str, min: object, max: object):
     return out[0], out[1], numbers
 
 
+def _arguments(fn: str, tensors: Sequence[object], min: object, max: object):
+    """(scan of the list, min, max, bounds are numbers): every argument of a list form checked."""
+    scan = _scan(fn, tensors)
+    return (scan, *_number_bounds(fn, min, max))
+
+
 # ---- the list forms ---------------------------------------------------------------------------------------------
 def _kernels(scan: _Scan, device: torch.device) -> bool:
     """Whether the list op may run: compiled kernels for ``device``, and no forward AD or torch.func transform
     (the op has no jvp or batching rule yet: there torch's clamp, which has both, runs tensor by tensor)."""
     if _fwAD._current_level >= 0 or torch._C._are_functorch_transforms_active():
         return False
-    return not scan.quantized and _extension.kernels_for(device)
+    return not scan.quantized and KERNELS.device(device)
 
 
 def clamp_list(tensors: TensorList, min: Bound = None, max: Bound = None) -> List[torch.Tensor]:
     """``[torch.clamp(t, min, max) for t in tensors]`` in one pass per device; see :func:`clamp`."""
-    fn = "tensorops.clamp"
-    scan = _scan(fn, tensors)
+    scan, min, max, numbers = _arguments("clamp", tensors, min, max)
     tensors = scan.tensors
-    min, max, numbers = _number_bounds(fn, min, max)
     if not tensors:
         return []
     if not numbers:
@@ -124,10 +133,9 @@ def clamp_list(tensors: TensorList, min: Bound = None, max: Bound = None) -> Lis
 
 def clamp_list_(tensors: TensorList, min: Bound = None, max: Bound = None) -> List[torch.Tensor]:
     """In place: ``t.clamp_(min, max)`` for every tensor, one pass per device; returns ``tensors`` (as a list)."""
-    fn = "tensorops.clamp_"
-    scan = _scan(fn, tensors)
+    fn = "clamp_"
+    scan, min, max, numbers = _arguments(fn, tensors, min, max)
     tensors = scan.tensors
-    min, max, numbers = _number_bounds(fn, min, max)
     if not tensors:
         return tensors
     if scan.integral and (type(min) is float or type(max) is float):  # torch's rule and text, naming the tensor
@@ -136,7 +144,7 @@ def clamp_list_(tensors: TensorList, min: Bound = None, max: Bound = None) -> Li
                 try:
                     torch.empty(0, dtype=t.dtype).clamp_(min, max)
                 except RuntimeError as exc:
-                    raise RuntimeError(f"{fn}: min/max: input[{i}]: {exc}") from None
+                    raise RuntimeError(f"{where(fn)}min/max: input[{i}]: {exc}") from None
     if not numbers or (scan.requires_grad and torch.is_grad_enabled()):
         for t in tensors:  # autograd records each in-place update (and raises for leaves), as torch
             _clamp_tensor_(t, min, max)
@@ -172,7 +180,7 @@ def clamp(input: Union[torch.Tensor, TensorList], min: Bound = None, max: Bound 
     """
     if type(input) is list or type(input) is tuple:
         if kwargs:
-            raise TypeError(f"tensorops.clamp: a list of tensors takes no {', '.join(kwargs)} argument")
+            raise TypeError(f"{where('clamp')}a list of tensors takes no {', '.join(kwargs)} argument")
         return clamp_list(input, min, max)
     return _clamp_tensor(input, min, max, **kwargs)
 
@@ -194,7 +202,7 @@ def clamp_(input: Union[torch.Tensor, TensorList], min: Bound = None, max: Bound
     """
     if type(input) is list or type(input) is tuple:
         if kwargs:
-            raise TypeError(f"tensorops.clamp_: a list of tensors takes no {', '.join(kwargs)} argument")
+            raise TypeError(f"{where('clamp_')}a list of tensors takes no {', '.join(kwargs)} argument")
         return clamp_list_(input, min, max)
     return _clamp_tensor_(input, min, max, **kwargs)
 

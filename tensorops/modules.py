@@ -1,15 +1,17 @@
 """nn.Module front doors for transform pipelines and models."""
 from __future__ import annotations
 
-import math
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import nn
 
-from tensorops.normalize import _FORMATS, normalize
+from tensorops._checks import FORMATS, check_stat_values, where
+from tensorops.normalize import normalize
 
 __all__ = ["Normalize"]
+
+_FN = where("Normalize")
 
 Stat = Union[float, Sequence[float], torch.Tensor]
 
@@ -21,35 +23,32 @@ def _stat_buffer(name: str, value: object) -> Tuple[torch.Tensor, Optional[List[
     ``with torch.device("meta")``: the values are checked on the CPU, the buffer is made on the default device."""
     if isinstance(value, torch.Tensor):
         if value.is_complex() or value.dtype == torch.bool:
-            raise TypeError(f"Normalize: {name} must be a real tensor, got {value.dtype}")
+            raise TypeError(f"{_FN}{name} must be a real tensor, got {value.dtype}")
         if value.dim() > 1:
             raise ValueError(
-                f"Normalize: {name} must be a number or a 1-D sequence of C values, got shape {tuple(value.shape)}"
+                f"{_FN}{name} must be a number or a 1-D sequence of C values, got shape {tuple(value.shape)}"
             )
         t = value.detach().to(torch.float64, copy=True).reshape(-1)  # stays on the given tensor's device
         values = None if t.is_meta else t.tolist()
     else:
         if value is None or isinstance(value, (str, bytes, bool, complex)):
-            raise TypeError(f"Normalize: {name} must be a number, a sequence of numbers or a tensor, got {value!r}")
+            raise TypeError(f"{_FN}{name} must be a number, a sequence of numbers or a tensor, got {value!r}")
         try:
             cpu = torch.as_tensor(value, dtype=torch.float64, device="cpu")
         except (TypeError, ValueError, RuntimeError) as exc:
             raise TypeError(
-                f"Normalize: {name} must be a number, a sequence of numbers or a tensor, got {value!r}"
+                f"{_FN}{name} must be a number, a sequence of numbers or a tensor, got {value!r}"
             ) from exc
         if cpu.dim() > 1:
             raise ValueError(
-                f"Normalize: {name} must be a number or a 1-D sequence of C values, got shape {tuple(cpu.shape)}"
+                f"{_FN}{name} must be a number or a 1-D sequence of C values, got shape {tuple(cpu.shape)}"
             )
         values = cpu.reshape(-1).tolist()
         t = torch.tensor(values, dtype=torch.float64)  # the default device: meta under torch.device("meta")
     if t.numel() == 0:
-        raise ValueError(f"Normalize: {name} is empty")
+        raise ValueError(f"{_FN}{name} is empty")
     if values is not None:
-        if not all(math.isfinite(v) for v in values):
-            raise ValueError(f"Normalize: {name} has a NaN or infinite value: {values}")
-        if name == "std" and any(v == 0 for v in values):
-            raise ValueError(f"Normalize: std has a zero value: {values}")
+        check_stat_values("Normalize", name, values)
     return t, values
 
 
@@ -90,19 +89,12 @@ class Normalize(nn.Module):
     mean: torch.Tensor
     std: torch.Tensor
 
-    def __init__(
-        self,
-        mean: Stat,
-        std: Stat,
-        *,
-        dim: int = -3,
-        dtype: Optional[torch.dtype] = None,
-        scale: Optional[float] = None,
-        memory_format: torch.memory_format = torch.preserve_format,
-    ) -> None:
+    # the keyword arguments of tensorops.normalize, with its defaults (a deliberate mirror of its signature)
+    def __init__(self, mean: Stat, std: Stat, *, dim: int = -3, dtype: Optional[torch.dtype] = None,
+                 scale: Optional[float] = None, memory_format: torch.memory_format = torch.preserve_format) -> None:
         super().__init__()
-        if memory_format not in _FORMATS:
-            raise ValueError(f"Normalize: memory_format must be a torch.memory_format, got {memory_format!r}")
+        if memory_format not in FORMATS:
+            raise ValueError(f"{_FN}memory_format must be a torch.memory_format, got {memory_format!r}")
         mean_t, mean_values = _stat_buffer("mean", mean)
         std_t, std_values = _stat_buffer("std", std)
         self._given = (mean_values, std_values)  # what reset_parameters() restores
@@ -127,7 +119,7 @@ class Normalize(nn.Module):
         """Write the statistics given to the constructor into the buffers (after ``to_empty``)."""
         for name, values in zip(("mean", "std"), self._given):
             if values is None:
-                raise RuntimeError(f"Normalize: {name} was given as a meta tensor: there are no values to restore")
+                raise RuntimeError(f"{_FN}{name} was given as a meta tensor: there are no values to restore")
             with torch.no_grad():
                 getattr(self, name).copy_(torch.tensor(values, dtype=torch.float64))
 

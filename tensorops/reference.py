@@ -143,7 +143,7 @@ def crop_mirror_normalize(
         y0, x0 = origins[n]
         if not pad and not (y0 >= 0 and x0 >= 0 and y0 + h <= H and x0 + w <= W):
             raise ValueError(
-                f"crop_mirror_normalize: top_left: sample {n}: the crop at top_left ({y0}, {x0}) of size ({h}, {w}) "
+                f"tensorops.crop_mirror_normalize(): top_left: sample {n}: the crop at top_left ({y0}, {x0}) of size ({h}, {w}) "
                 f"leaves its {H}x{W} image (pass out_of_bounds=\"pad\" to fill outside)"
             )
         ya, yb, xa, xb = max(y0, 0), min(y0 + h, H), max(x0, 0), min(x0 + w, W)

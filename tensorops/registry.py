@@ -31,7 +31,7 @@ class OpInfo:
     compile: bool = True  # torch.compile(fullgraph=True) traces it
     out: bool = False  # takes out=
     inplace: bool = False  # writes its input
-    tensor_list: bool = False  # takes (or gives) a list of tensors
+    tensor_list: bool = False  # takes (or gives) a list of tensors (clamp and clamp_: as well as a tensor)
 
     @property
     def function(self):
@@ -47,9 +47,9 @@ OPS: Dict[str, OpInfo] = {
                ("normalize", "normalize_tensor", "normalize_tensor_backward")),
         OpInfo("clamp", "torch.clamp", "clamp", "clamp",
                ("clamp", "clamp_scalar", "clamp_backward", "clamp_scalar_backward",
-                "foreach_clamp_scalar"), out=True),
+                "foreach_clamp_scalar"), out=True, tensor_list=True),
         OpInfo("clamp_", "torch.clamp_", "clamp", "clamp",
-               ("clamp_", "clamp_scalar_", "foreach_clamp_scalar_"), inplace=True, vmap=False),
+               ("clamp_", "clamp_scalar_", "foreach_clamp_scalar_"), inplace=True, tensor_list=True),
         OpInfo("clip_grad_value_", "torch.nn.utils.clip_grad_value_", "clamp", "stack_chunk_foreach",
                ("foreach_clamp_scalar_",), autograd=False, forward_ad=False, vmap=False, compile=False,
                inplace=True, tensor_list=True),

@@ -15,6 +15,7 @@ from typing import List, Optional, Tuple, Union
 
 import torch
 
+from tensorops._checks import tensor_list
 from tensorops.cat_split import cat, split
 
 __all__ = ["stack", "chunk", "chunk_sizes"]
@@ -38,13 +39,9 @@ def _wrap_dim(dim: int, ndim: int) -> int:
 
 
 def _check_stack(tensors: object, dim: object) -> Tuple[List[torch.Tensor], int]:
-    if isinstance(tensors, torch.Tensor) or not isinstance(tensors, (list, tuple)):
-        raise TypeError(
-            f"stack(): argument 'tensors' (position 1) must be tuple of Tensors, not {type(tensors).__name__}"
-        )
-    for i, t in enumerate(tensors):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+    # torch's own messages (the tests compare them with torch.stack's)
+    tensors = tensor_list(tensors, "stack(): argument 'tensors' (position 1) must be tuple of Tensors, not {type}",
+                          "expected Tensor as element {i} in argument 0, but got {type}")
     dim = _int_arg("stack", "dim", 2, dim)
     if len(tensors) == 0:
         raise RuntimeError("stack expects a non-empty TensorList")
@@ -56,7 +53,7 @@ def _check_stack(tensors: object, dim: object) -> Tuple[List[torch.Tensor], int]
                 f"stack expects each tensor to be equal size, but got {list(first.shape)} at entry 0 and "
                 f"{list(t.shape)} at entry {i}"
             )
-    return list(tensors), dim
+    return tensors, dim
 
 
 def stack(

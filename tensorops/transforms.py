@@ -21,9 +21,12 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
         "torchvision paired with your torch (pip install 'tensorops[torchvision]' picks it without moving torch)."
     ) from exc
 
-from tensorops.normalize import _FLOATS, _INT_SCALES, _numbers, normalize as _normalize
+from tensorops._checks import FLOATS, INT_SCALES, stat_numbers, where
+from tensorops.normalize import normalize as _normalize
 
 __all__ = ["Normalize"]
+
+_FN = where("transforms.Normalize")
 
 
 class Normalize(Transform):
@@ -67,13 +70,13 @@ class Normalize(Transform):
         scale: bool = True,
     ) -> None:
         super().__init__()
-        if not isinstance(dtype, torch.dtype) or dtype not in _FLOATS:
-            raise TypeError(f"Normalize: dtype must be float16, bfloat16, float32 or float64, got {dtype!r}")
+        if not isinstance(dtype, torch.dtype) or dtype not in FLOATS:
+            raise TypeError(f"{_FN}dtype must be float16, bfloat16, float32 or float64, got {dtype!r}")
         if not isinstance(scale, bool):
-            raise TypeError(f"Normalize: scale must be True or False (as v2.ToDtype's), got {scale!r}")
+            raise TypeError(f"{_FN}scale must be True or False (as v2.ToDtype's), got {scale!r}")
         # checked now (numbers, finite, std non-zero), kept as the lists v2.Normalize keeps
-        self.mean: List[float] = _numbers("mean", mean)  # type: ignore[assignment]
-        self.std: List[float] = _numbers("std", std)  # type: ignore[assignment]
+        self.mean: List[float] = stat_numbers("transforms.Normalize", "mean", mean)  # type: ignore[assignment]
+        self.std: List[float] = stat_numbers("transforms.Normalize", "std", std)  # type: ignore[assignment]
         self.dtype = dtype
         self.scale = scale
         self._channels = max(len(self.mean), len(self.std))
@@ -94,7 +97,7 @@ class Normalize(Transform):
 
     def _normalize(self, x: torch.Tensor) -> torch.Tensor:
         n = self._channels
-        covered = (x.dtype in _INT_SCALES or x.dtype in _FLOATS) and x.dim() >= 3 and self._stats_fit
+        covered = (x.dtype in INT_SCALES or x.dtype in FLOATS) and x.dim() >= 3 and self._stats_fit
         if covered and x.shape[-3] in (1, n):
             if x.shape[-3] == 1 and n > 1:  # the pair broadcasts one channel against C statistics
                 x = x.expand(*x.shape[:-3], n, *x.shape[-2:])
