@@ -1,6 +1,6 @@
 // cat and split on the CPU: one pass over the bytes of the wide tensor (cat's output, split's input), split
 // in large chunks over the threads tensorops/parallel.h grants, not one task per tensor. Each chunk finds its first piece with the binary search of
-// cat_split.h and then walks the piece table, one memcpy per contiguous run (a piece's row). Many small
+// copy_table.h and then walks the piece table, one memcpy per contiguous run (a piece's row). Many small
 // tensors cost one table entry and one memcpy each.
 //
 // This file also holds the fast eager entry points (tensorops._C.cat_fast / split_fast): they turn a Python
@@ -20,7 +20,7 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/library.h>
 
-#include "tensorops/cat_split.h"
+#include "tensorops/copy_table.h"
 #include "tensorops/cat_split_host.h"
 #include "tensorops/parallel.h"
 #include "py_entry.h"
@@ -29,14 +29,14 @@ namespace tensorops {
 namespace {
 
 using namespace cat_split_host;
-using cat_split::Location;
-using cat_split::SegmentTable;
+using copy_table::Location;
+using copy_table::SegmentTable;
 
 void copy_table_cpu(const SegmentTable& t) {
   const int64_t total = t.rows * t.row_bytes;
   if (total == 0 || t.n == 0) return;
   parallel_for_bytes(0, total, 2 * total, [&](int64_t begin, int64_t end) {
-    Location l = cat_split::locate(t, begin);
+    Location l = copy_table::locate(t, begin);
     int64_t q = begin;
     for (;;) {
       const int64_t n = std::min(l.run, end - q);
@@ -59,9 +59,9 @@ void copy_table_cpu(const SegmentTable& t) {
 void run(const Prepared& p, bool into_wide) {
   if (p.empty()) return;
   const int64_t n = static_cast<int64_t>(p.pieces.size());
-  std::unique_ptr<int64_t[]> buf(new int64_t[static_cast<size_t>(cat_split::table_words(n))]);  // no zero fill
+  std::unique_ptr<int64_t[]> buf(new int64_t[static_cast<size_t>(copy_table::table_words(n))]);  // no zero fill
   fill_table(buf.get(), p.pieces, p.wide, p.wide_rs, into_wide);
-  copy_table_cpu(cat_split::table_view(buf.get(), n, p.row_bytes, p.rows));
+  copy_table_cpu(copy_table::table_view(buf.get(), n, p.row_bytes, p.rows));
 }
 
 at::Tensor cat_cpu(at::TensorList tensors, int64_t dim) {

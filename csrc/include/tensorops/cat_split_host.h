@@ -1,6 +1,6 @@
 // Host-side pieces of cat and split shared by the CPU and CUDA launchers: torch's argument checks (with
 // messages that name the offending tensor's position), output allocation, and the per-piece copy table of
-// cat_split.h. Nothing here touches tensor data except the copies that bring an input into a layout the
+// copy_table.h. Nothing here touches tensor data except the copies that bring an input into a layout the
 // kernels copy from with plain row runs (see cat_prepare / prepare_split).
 #pragma once
 #include <algorithm>
@@ -13,7 +13,7 @@
 #include <ATen/Parallel.h>
 #include <c10/core/ScalarType.h>
 
-#include "tensorops/cat_split.h"
+#include "tensorops/copy_table.h"
 #include "tensorops/checks.h"
 #include "tensorops/parallel.h"
 
@@ -63,7 +63,7 @@ struct Piece {
   int64_t addr;
 };
 
-// Writes the copy table (cat_split.h) into buf (table_words(pieces.size()) words). `wide` is the wide
+// Writes the copy table (copy_table.h) into buf (table_words(pieces.size()) words). `wide` is the wide
 // tensor's row-0 address and `wide_rs` its row stride; `into_wide` says cat (pieces -> wide) or split.
 inline void fill_table(int64_t* buf, const std::vector<Piece>& pieces, int64_t wide, int64_t wide_rs,
                        bool into_wide) {
