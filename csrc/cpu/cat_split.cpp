@@ -1,8 +1,10 @@
 // cat and split on the CPU: one pass over the bytes of the wide tensor (cat's output, split's input), split
 // in large chunks over the threads tensorops/parallel.h grants, not one task per tensor. Each chunk finds its
 // first piece with the binary search of copy_table.h and then walks the piece table, one memcpy per contiguous
-// run (a piece's row). Many small tensors cost one table entry and one memcpy each. The lean Python entries
+// run (a piece's row). Many small tensors cost one table entry and one memcpy each. The checks, the output and
+// the table come from host/cat_split_host.cpp, shared with the CUDA ops; the lean Python entries
 // (tensorops._C.cat_fast / split_fast) are in py_entry.cpp.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -10,8 +12,8 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
-#include "tensorops/copy_table.h"
 #include "tensorops/cat_split_host.h"
+#include "tensorops/copy_table.h"
 #include "tensorops/parallel.h"
 
 namespace tensorops {
@@ -61,17 +63,16 @@ at::Tensor cat_cpu(at::TensorList tensors, int64_t dim) {
 }
 
 std::vector<at::Tensor> split_cpu(const at::Tensor& input, c10::SymIntArrayRef sizes, int64_t dim) {
-  const auto int_sizes = C10_AS_INTARRAYREF_SLOW(sizes);
-  std::vector<at::Tensor> outs = split_outputs(input, int_sizes, dim);
-  run(prepare_split(input, dim, outs), /*into_wide=*/false);
+  Prepared p;
+  std::vector<at::Tensor> outs = split_prepare(input, sizes, dim, p);
+  run(p, /*into_wide=*/false);
   return outs;
 }
 
 }  // namespace
+}  // namespace tensorops
 
 TORCH_LIBRARY_IMPL(tensorops, CPU, m) {
-  m.impl("cat", &cat_cpu);
-  m.impl("split", &split_cpu);
+  m.impl("cat", &tensorops::cat_cpu);
+  m.impl("split", &tensorops::split_cpu);
 }
-
-}  // namespace tensorops

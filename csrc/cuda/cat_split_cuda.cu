@@ -9,15 +9,18 @@
 // (one 16-byte vector load and store) when every address, row stride and piece width is a multiple of 16, else
 // the largest power of two that divides them all (down to single bytes), so the kernel never depends on the
 // dtype. A unit finds its piece with locate() of copy_table.h (a binary search over the prefix offsets), the
-// same code the CPU kernel runs. All offsets are 64-bit.
+// same code the CPU kernel runs. All offsets are 64-bit. The checks, the output and the table come from
+// host/cat_split_host.cpp, compiled once for the CPU and CUDA ops.
+#include <algorithm>
+
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
-#include "tensorops/copy_table.h"
 #include "tensorops/cat_split_host.h"
+#include "tensorops/copy_table.h"
 #include "tensorops/cuda_utils.cuh"
 
 namespace tensorops {
@@ -138,9 +141,9 @@ at::Tensor cat_cuda(at::TensorList tensors, int64_t dim) {
 
 std::vector<at::Tensor> split_cuda(const at::Tensor& input, c10::SymIntArrayRef sizes, int64_t dim) {
   const c10::cuda::CUDAGuard guard(input.device());
-  const auto int_sizes = C10_AS_INTARRAYREF_SLOW(sizes);
-  std::vector<at::Tensor> outs = split_outputs(input, int_sizes, dim);
-  run_cuda(prepare_split(input, dim, outs), /*into_wide=*/false, input.device());
+  Prepared p;
+  std::vector<at::Tensor> outs = split_prepare(input, sizes, dim, p);
+  run_cuda(p, /*into_wide=*/false, input.device());
   return outs;
 }
 

@@ -1,5 +1,5 @@
 // The copy table: cat and split as one copy problem, shared by the CPU and CUDA kernels (cpu/cat_split.cpp,
-// cuda/cat_split_cuda.cu; the host side that fills it is cat_split_host.h). find_segment also serves the
+// cuda/cat_split_cuda.cu; the host side that fills it is host/cat_split_host.cpp). find_segment also serves the
 // many-tensor clamp, which finds its tensors the same way.
 //
 // Both ops move bytes between one "wide" tensor and a list of "narrow" ones. Laid out in the wide tensor's
