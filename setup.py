@@ -129,7 +129,8 @@ def main() -> None:
         ("TENSOROPS_TORCH_VERSION", f'"{torch.__version__}"'),
         ("TENSOROPS_CUDA_ARCHS", f'"{archs}"'),
     ]
-    sources = sorted(glob.glob("csrc/*.cpp") + glob.glob("csrc/cpu/*.cpp"))
+    # csrc/host: the host-side code of every op family, compiled once by the C++ compiler for CPU and CUDA
+    sources = sorted(glob.glob("csrc/*.cpp") + glob.glob("csrc/host/*.cpp") + glob.glob("csrc/cpu/*.cpp"))
     include_dirs = [os.path.join(HERE, "csrc", "include")]
     if with_cuda:
         sources += sorted(glob.glob("csrc/cuda/*.cu"))

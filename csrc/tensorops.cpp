@@ -75,11 +75,11 @@ TORCH_LIBRARY(tensorops, m) {
       "bool pad) -> Tensor");
 }
 
-// ----- fast eager entry points (csrc/cpu/cat_split.cpp, csrc/cpu/py_entry.cpp) ----------------------------
+// ----- fast eager entry points (csrc/cpu/py_entry.cpp) ------------------------------------------------------
 namespace tensorops {
 PyObject* cat_fast(PyObject*, PyObject*);
 PyObject* split_fast(PyObject*, PyObject*);
-PyObject* normalize_fast(PyObject*, PyObject*);  // csrc/cpu/py_entry.cpp
+PyObject* normalize_fast(PyObject*, PyObject*);
 PyObject* clamp_fast(PyObject*, PyObject*);
 PyObject* native_below(PyObject*, PyObject*);
 }  // namespace tensorops

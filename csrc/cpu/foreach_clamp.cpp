@@ -12,7 +12,7 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
-#include "tensorops/cat_split.h"
+#include "tensorops/copy_table.h"
 #include "tensorops/cpu_isa.h"
 #include "tensorops/cpu_loop.h"
 #include "tensorops/foreach_clamp_host.h"
@@ -70,7 +70,7 @@ void run_items(const std::vector<Item>& items, bool has_lo, bool has_hi) {
   int64_t bytes = 0;  // read once, written once
   for (const Item& it : items) bytes += 2 * it.numel * static_cast<int64_t>(c10::elementSize(it.dtype));
   parallel_for_bytes(0, start[n], bytes, [&](int64_t begin, int64_t end) {
-    for (int64_t s = cat_split::find_segment(start.data(), n, begin), q = begin; q < end; ++s) {
+    for (int64_t s = copy_table::find_segment(start.data(), n, begin), q = begin; q < end; ++s) {
       const Item& it = items[s];
       const int64_t offset = q - start[s];
       const int64_t count = std::min(start[s + 1], end) - q;

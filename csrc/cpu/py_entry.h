@@ -1,7 +1,7 @@
-// Shared by the lean eager entry points (tensorops._C.*_fast, in cat_split.cpp and py_entry.cpp): which Python
-// arguments they may handle themselves. Everything else (subclasses, functorch and functionalization
-// wrappers, tensors autograd must see, an active Python mode) returns None to the Python wrapper, which takes
-// its full path.
+// Shared by the lean eager entry points (tensorops._C.*_fast, in py_entry.cpp): which Python arguments they may
+// handle themselves. Everything else (subclasses, functorch and functionalization wrappers, tensors autograd
+// must see, an active Python mode, tensors that are not plain dense strided ones) returns None to the Python
+// wrapper, which takes its full path.
 #pragma once
 #include <Python.h>
 
@@ -12,7 +12,8 @@
 namespace tensorops {
 namespace py_entry {
 
-// A plain CPU (or CUDA) tensor that autograd need not see; sets *out to it.
+// A plain CPU (or CUDA) tensor that autograd need not see: strided, not quantized, dense (torch's CPU / CUDA
+// key, which nested, sparse, quantized, mkldnn and meta tensors lack); sets *out to it.
 inline bool plain(PyObject* obj, bool grad_mode, at::Tensor const** out) {
   if (!THPVariable_CheckExact(obj)) return false;
   const at::Tensor& t = THPVariable_Unpack(obj);
@@ -24,13 +25,12 @@ inline bool plain(PyObject* obj, bool grad_mode, at::Tensor const** out) {
                                             c10::DispatchKey::FuncTorchGradWrapper,
                                             c10::DispatchKey::Functionalize});
   if (t.key_set().has_any(special)) return false;
-  // quantized, sparse and other layouts: not the kernels' business, torch's (through the Python wrapper)
+  // quantized, sparse, nested and other layouts: not the kernels' business, torch's (through the Python wrapper)
   if (t.layout() != c10::kStrided || t.is_quantized()) return false;
-  const auto type = t.device().type();
 #ifdef TENSOROPS_WITH_CUDA
-  if (type != c10::DeviceType::CPU && type != c10::DeviceType::CUDA) return false;
+  if (!t.key_set().has(c10::DispatchKey::CPU) && !t.key_set().has(c10::DispatchKey::CUDA)) return false;
 #else
-  if (type != c10::DeviceType::CPU) return false;
+  if (!t.key_set().has(c10::DispatchKey::CPU)) return false;
 #endif
   *out = &t;
   return true;

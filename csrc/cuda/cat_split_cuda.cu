@@ -1,6 +1,6 @@
 // cat and split on CUDA: ONE kernel launch for any number of inputs/outputs.
 //
-// The per-piece copy table of cat_split.h (addresses, row strides, prefix column offsets) travels in the kernel
+// The per-piece copy table of copy_table.h (addresses, row strides, prefix column offsets) travels in the kernel
 // parameters when it fits (up to 99 pieces): no host-to-device copy, and a CUDA graph captures the
 // table's values. Larger tables go to a device buffer: outside graph capture by a non-blocking copy from a
 // pinned host tensor on the current stream (the caching host allocator keeps the block until the copy ran);
@@ -8,16 +8,19 @@
 // replay from whatever the host memory holds at replay time). Every thread copies units of V bytes: V = 16
 // (one 16-byte vector load and store) when every address, row stride and piece width is a multiple of 16, else
 // the largest power of two that divides them all (down to single bytes), so the kernel never depends on the
-// dtype. A unit finds its piece with locate() of cat_split.h (a binary search over the prefix offsets), the
-// same code the CPU kernel runs. All offsets are 64-bit.
+// dtype. A unit finds its piece with locate() of copy_table.h (a binary search over the prefix offsets), the
+// same code the CPU kernel runs. All offsets are 64-bit. The checks, the output and the table come from
+// host/cat_split_host.cpp, compiled once for the CPU and CUDA ops.
+#include <algorithm>
+
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
-#include "tensorops/cat_split.h"
 #include "tensorops/cat_split_host.h"
+#include "tensorops/copy_table.h"
 #include "tensorops/cuda_utils.cuh"
 
 namespace tensorops {
@@ -41,8 +44,8 @@ struct TableParam {
 template <typename U>
 __global__ void copy_segments_kernel(TENSOROPS_GRID_CONSTANT const TableParam inline_table, const int64_t* table,
                                      int64_t n, int64_t row_bytes, int64_t rows, int64_t units) {
-  const cat_split::SegmentTable t =
-      cat_split::table_view(table != nullptr ? table : inline_table.w, n, row_bytes, rows);
+  const copy_table::SegmentTable t =
+      copy_table::table_view(table != nullptr ? table : inline_table.w, n, row_bytes, rows);
   constexpr int64_t V = static_cast<int64_t>(sizeof(U));
   __shared__ int64_t tile_src, tile_dst;
   __shared__ bool tile_contiguous;
@@ -50,7 +53,7 @@ __global__ void copy_segments_kernel(TENSOROPS_GRID_CONSTANT const TableParam in
     const int64_t first = tile * kTile;
     const int64_t count = min(kTile, units - first);
     if (threadIdx.x == 0) {
-      const cat_split::Location l = cat_split::locate(t, first * V);
+      const copy_table::Location l = copy_table::locate(t, first * V);
       tile_contiguous = l.run >= count * V;
       tile_src = l.src;
       tile_dst = l.dst;
@@ -62,7 +65,7 @@ __global__ void copy_segments_kernel(TENSOROPS_GRID_CONSTANT const TableParam in
       for (int64_t k = threadIdx.x; k < count; k += blockDim.x) dst[k] = src[k];
     } else {
       for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
-        const cat_split::Location l = cat_split::locate(t, (first + k) * V);
+        const copy_table::Location l = copy_table::locate(t, (first + k) * V);
         *reinterpret_cast<U*>(l.dst) = *reinterpret_cast<const U*>(l.src);
       }
     }
@@ -76,7 +79,7 @@ __global__ void fill_words_kernel(TENSOROPS_GRID_CONSTANT const TableParam chunk
 }
 
 template <typename U>
-void launch(const TableParam& inline_table, const int64_t* table, const cat_split::SegmentTable& t,
+void launch(const TableParam& inline_table, const int64_t* table, const copy_table::SegmentTable& t,
             cudaStream_t stream) {
   const int64_t units = t.rows * t.row_bytes / static_cast<int64_t>(sizeof(U));
   const unsigned int blocks = cuda::blocks_for(units, kTile);
@@ -88,7 +91,7 @@ void launch(const TableParam& inline_table, const int64_t* table, const cat_spli
 void run_cuda(const Prepared& p, bool into_wide, c10::Device device) {
   if (p.empty()) return;
   const int64_t n = static_cast<int64_t>(p.pieces.size());
-  const int64_t words = cat_split::table_words(n);
+  const int64_t words = copy_table::table_words(n);
   cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
   TableParam inline_table;
   const int64_t* dev = nullptr;
@@ -99,8 +102,8 @@ void run_cuda(const Prepared& p, bool into_wide, c10::Device device) {
     buf = host.mutable_data_ptr<int64_t>();
   }
   fill_table(buf, p.pieces, p.wide, p.wide_rs, into_wide);
-  const cat_split::SegmentTable t = cat_split::table_view(buf, n, p.row_bytes, p.rows);
-  const int64_t align = cat_split::common_alignment(t);
+  const copy_table::SegmentTable t = copy_table::table_view(buf, n, p.row_bytes, p.rows);
+  const int64_t align = copy_table::common_alignment(t);
   if (words > kParamWords) {
     if (!cuda::stream_capturing()) {
       // non_blocking from pinned memory: an async copy on the current stream that keeps `host` alive until done
@@ -138,9 +141,9 @@ at::Tensor cat_cuda(at::TensorList tensors, int64_t dim) {
 
 std::vector<at::Tensor> split_cuda(const at::Tensor& input, c10::SymIntArrayRef sizes, int64_t dim) {
   const c10::cuda::CUDAGuard guard(input.device());
-  const auto int_sizes = C10_AS_INTARRAYREF_SLOW(sizes);
-  std::vector<at::Tensor> outs = split_outputs(input, int_sizes, dim);
-  run_cuda(prepare_split(input, dim, outs), /*into_wide=*/false, input.device());
+  Prepared p;
+  std::vector<at::Tensor> outs = split_prepare(input, sizes, dim, p);
+  run_cuda(p, /*into_wide=*/false, input.device());
   return outs;
 }
 

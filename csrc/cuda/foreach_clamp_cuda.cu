@@ -3,7 +3,7 @@
 // a non-blocking copy on the current stream, as cat/split do (cat_split_cuda.cu). Blocks take tiles of
 // elements; a tile inside one tensor (every tile of a large tensor) is located once by one thread and then
 // clamped as a contiguous run; a tile that spans tensors locates each element with the binary search of
-// cat_split.h. The values are math.h's clamp_lower / clamp_upper, the functions the CPU loops call.
+// copy_table.h. The values are math.h's clamp_lower / clamp_upper, the functions the CPU loops call.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <c10/cuda/CUDAException.h>
@@ -11,7 +11,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
-#include "tensorops/cat_split.h"
+#include "tensorops/copy_table.h"
 #include "tensorops/cuda_utils.cuh"
 #include "tensorops/foreach_clamp_host.h"
 #include "tensorops/math.h"
@@ -46,7 +46,7 @@ __global__ void foreach_clamp_kernel(const int64_t* __restrict__ table, int64_t 
   for (int64_t tile = blockIdx.x; tile * kTile < total; tile += gridDim.x) {
     const int64_t first = tile * kTile;
     const int64_t count = min(kTile, total - first);
-    if (threadIdx.x == 0) tile_seg = cat_split::find_segment(start, n, first);
+    if (threadIdx.x == 0) tile_seg = copy_table::find_segment(start, n, first);
     __syncthreads();
     const int64_t s = tile_seg;
     if (first + count <= start[s + 1]) {  // the tile lies in one tensor
@@ -56,7 +56,7 @@ __global__ void foreach_clamp_kernel(const int64_t* __restrict__ table, int64_t 
     } else {
       for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
         const int64_t q = first + k;
-        const int64_t e = cat_split::find_segment(start, n, q);
+        const int64_t e = copy_table::find_segment(start, n, q);
         const int64_t off = q - start[e];
         reinterpret_cast<scalar_t*>(ys[e])[off] =
             clamp_value<scalar_t, HasLo, HasHi>(reinterpret_cast<const scalar_t*>(xs[e])[off], lo, hi);

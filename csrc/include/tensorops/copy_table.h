@@ -1,4 +1,6 @@
-// cat and split as one copy problem, shared by the CPU and CUDA kernels.
+// The copy table: cat and split as one copy problem, shared by the CPU and CUDA kernels (cpu/cat_split.cpp,
+// cuda/cat_split_cuda.cu; the host side that fills it is host/cat_split_host.cpp). find_segment also serves the
+// many-tensor clamp, which finds its tensors the same way.
 //
 // Both ops move bytes between one "wide" tensor and a list of "narrow" ones. Laid out in the wide tensor's
 // memory order, every tensor is `rows` rows (the dims before `dim`); row r of piece s is `width[s]` contiguous
@@ -17,7 +19,7 @@
 #include "tensorops/macros.h"
 
 namespace tensorops {
-namespace cat_split {
+namespace copy_table {
 
 // The per-piece table, as arrays of n (col: n + 1) 64-bit numbers. On the GPU it lives in one device buffer.
 struct SegmentTable {
@@ -93,5 +95,5 @@ inline int64_t common_alignment(const SegmentTable& t) {
   return static_cast<int64_t>(bits & (~bits + 1));  // lowest set bit
 }
 
-}  // namespace cat_split
+}  // namespace copy_table
 }  // namespace tensorops
