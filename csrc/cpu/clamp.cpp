@@ -281,6 +281,23 @@ void clamp_backward_pass(const at::Tensor& dense, const at::Tensor& grad, const 
                                        HasHi && grad_hi.numel() ? grad_hi.data_ptr<scalar_t>() : nullptr);
 }
 
+at::Tensor clamp_scalar_backward_cpu(const at::Tensor& grad, const at::Tensor& input,
+                                     const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
+  ScalarBackward b = prepare_scalar_backward(grad, input, min, max);
+  if (b.done) return b.grad_input;
+  at::Tensor none;
+  TENSOROPS_DISPATCH_FLOATING(input.scalar_type(), "tensorops_clamp_scalar_backward_cpu", [&] {
+    const scalar_t lo = min ? min->to<scalar_t>() : scalar_t(0);
+    const scalar_t hi = max ? max->to<scalar_t>() : scalar_t(0);
+    const std::vector<int64_t> zeros(input.dim(), 0);
+    either_switch(min.has_value(), max.has_value(), [&]<bool L, bool H>() {
+      clamp_backward_pass<scalar_t, L, H, true>(b.grad_input, b.g, input, b.grad_input.data_ptr<scalar_t>(), &lo, zeros,
+                                                1, &hi, zeros, 1, false, none, none);
+    });
+  });
+  return b.grad_input;
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor> clamp_backward_cpu(const at::Tensor& grad, const at::Tensor& input,
                                                                   const std::optional<at::Tensor>& min,
                                                                   const std::optional<at::Tensor>& max,
@@ -298,23 +315,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> clamp_backward_cpu(const at::Tens
     });
   });
   return {b.grad_input, b.grad_min, b.grad_max};
-}
-
-at::Tensor clamp_scalar_backward_cpu(const at::Tensor& grad, const at::Tensor& input,
-                                     const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
-  ScalarBackward b = prepare_scalar_backward(grad, input, min, max);
-  if (b.done) return b.grad_input;
-  at::Tensor none;
-  TENSOROPS_DISPATCH_FLOATING(input.scalar_type(), "tensorops_clamp_scalar_backward_cpu", [&] {
-    const scalar_t lo = min ? min->to<scalar_t>() : scalar_t(0);
-    const scalar_t hi = max ? max->to<scalar_t>() : scalar_t(0);
-    const std::vector<int64_t> zeros(input.dim(), 0);
-    either_switch(min.has_value(), max.has_value(), [&]<bool L, bool H>() {
-      clamp_backward_pass<scalar_t, L, H, true>(b.grad_input, b.g, input, b.grad_input.data_ptr<scalar_t>(), &lo, zeros,
-                                                1, &hi, zeros, 1, false, none, none);
-    });
-  });
-  return b.grad_input;
 }
 
 }  // namespace
