@@ -11,9 +11,7 @@
 //
 // then calls TENSOROPS_CPU_DISPATCH(fn)(args...). Both builds compute the same values from math.h. Each build
 // sits in its own namespace (avx2, base) that defines `constexpr bool kF16C`: whether the loops may store
-// half outputs with the F16C instruction (store_half_f16c).
-// Loops write results through `emit` (below, included with them), which stores half outputs with the F16C
-// instruction in the AVX2 build.
+// half outputs with the F16C instruction (store_half_f16c, below; normalize_loops.h's `emit` does so).
 #pragma once
 #include <cstdint>
 

@@ -147,13 +147,13 @@ TENSOROPS_HD T clamp_grad_input(T g, T x, T lo, T hi) {
 }
 
 // The weight of the gradient that goes to one bound b (lo, or hi when Upper), written once for both: "past"
-// is the side where b clamps x (x < lo for min, hi < x for max). With the other bound present (HasOther):
+// is the side where b clamps x (x < lo for min, x > hi for max). With the other bound present (HasOther):
 // all of g past b when lo <= hi, half of it on a tie when lo < hi, and for max also all of g where hi < lo
 // (the output is max everywhere). Alone: torch's maximum / minimum backward (NaN sends g to both).
 template <typename T, bool Upper>
 TENSOROPS_HD bool clamp_past(T x, T b) {
   if constexpr (Upper)
-    return b < x;
+    return x > b;
   else
     return x < b;
 }
