@@ -165,50 +165,34 @@ struct BackwardRuns {
     return BackwardPath::kStrided;
   }
 
-  // n elements from plan offsets off. slo / shi: this thread's gradient sums by bound entry (null: not wanted).
+  // One run: n elements from plan offsets off, the pointers at its start (gi null when not wanted), and this
+  // thread's gradient sums by bound entry (slo / shi, null when not wanted).
+  struct Segment {
+    const int64_t* off;
+    int64_t n;
+    const scalar_t* g;
+    const scalar_t* x;
+    scalar_t* gi;
+    sum_t* slo;
+    sum_t* shi;
+  };
+
   template <bool WantGi, bool WantSums>
   void run(BackwardPath path, const int64_t* off, int64_t n, sum_t* slo, sum_t* shi) const {
-    const scalar_t* gs = g + off[1];
-    const scalar_t* xs = x + off[2];
-    scalar_t* gis = WantGi ? gi + off[0] : nullptr;
-    sum_t* a = slo ? slo + off[3] : nullptr;
-    sum_t* b = shi ? shi + off[4] : nullptr;
+    const Segment r{off, n, g + off[1], x + off[2], WantGi ? gi + off[0] : nullptr, slo, shi};
     switch (path) {
-      case BackwardPath::kPattern:
-        pattern<WantGi, WantSums>(off, n, gs, xs, gis, slo, shi);
-        break;
-      case BackwardPath::kFixedBounds: {
-        const acc_t l = HasLo ? static_cast<acc_t>(lo[off[3]]) : acc_t(0);
-        const acc_t h = HasHi ? static_cast<acc_t>(hi[off[4]]) : acc_t(0);
-        bool_switch(s[1] == 0, [&](auto grad_const) {
-          constexpr bool kGradConst = decltype(grad_const)::value;
-          TENSOROPS_CPU_DISPATCH(clamp_backward_run_const<scalar_t, acc_t, sum_t, HasLo, HasHi, ScalarBounds, WantGi,
-                                                          WantSums, kGradConst>)(gs, xs, gis, n, l, h, a, b);
-        });
-        break;
-      }
-      case BackwardPath::kElementwise: {
-        const scalar_t* ls = HasLo ? lo + off[3] : nullptr;
-        const scalar_t* hs = HasHi ? hi + off[4] : nullptr;
-        bool_switch(s[1] == 0, [&](auto grad_const) {
-          constexpr bool kGradConst = decltype(grad_const)::value;
-          TENSOROPS_CPU_DISPATCH(clamp_backward_run_tensor_contig<scalar_t, acc_t, sum_t, HasLo, HasHi, WantGi,
-                                                                  WantSums, kGradConst>)(gs, xs, gis, n, ls, hs, a, b);
-        });
-        break;
-      }
-      case BackwardPath::kStrided:
-        base::clamp_backward_run_strided<scalar_t, acc_t, sum_t, HasLo, HasHi, ScalarBounds>(
-            gs, s[1], xs, s[2], gis, s[0], lo, off[3], s[3], hi, off[4], s[4], slo, shi, n);
-        break;
+      case BackwardPath::kPattern: return pattern<WantGi, WantSums>(r);
+      case BackwardPath::kFixedBounds: return fixed_bounds<WantGi, WantSums>(r);
+      case BackwardPath::kElementwise: return elementwise<WantGi, WantSums>(r);
+      case BackwardPath::kStrided: return strided(r);
     }
   }
 
   // The bounds' values unrolled into a pattern buffer, the kernel's per-position sums folded back onto the
   // bounds' entries.
   template <bool WantGi, bool WantSums>
-  void pattern(const int64_t* off, int64_t n, const scalar_t* gs, const scalar_t* xs, scalar_t* gis, sum_t* slo,
-               sum_t* shi) const {
+  void pattern(const Segment& r) const {
+    const int64_t* off = r.off;
     const PeriodicPattern pat(period, off[0]);
     acc_t pl[kPatternCapacity], ph[kPatternCapacity];
     sum_t dl[kPatternCapacity], dh[kPatternCapacity];
@@ -218,12 +202,45 @@ struct BackwardRuns {
       dl[t] = dh[t] = sum_t(0);
     });
     TENSOROPS_CPU_DISPATCH(clamp_backward_run_pattern<scalar_t, acc_t, sum_t, HasLo, HasHi, WantGi, WantSums>)(
-        gs, xs, gis, n, pl, ph, pat.len, dl, dh);
+        r.g, r.x, r.gi, r.n, pl, ph, pat.len, dl, dh);
     if (!WantSums) return;
     pat.for_each([&](int64_t t, int64_t c) {
-      if (slo) slo[off[3] + c * plo] += dl[t];
-      if (shi) shi[off[4] + c * phi] += dh[t];
+      if (r.slo) r.slo[off[3] + c * plo] += dl[t];
+      if (r.shi) r.shi[off[4] + c * phi] += dh[t];
     });
+  }
+
+  // One bound value (each bound's) for the whole run; grad contiguous or broadcast along it (kGradConst).
+  template <bool WantGi, bool WantSums>
+  void fixed_bounds(const Segment& r) const {
+    const acc_t l = HasLo ? static_cast<acc_t>(lo[r.off[3]]) : acc_t(0);
+    const acc_t h = HasHi ? static_cast<acc_t>(hi[r.off[4]]) : acc_t(0);
+    sum_t* a = r.slo ? r.slo + r.off[3] : nullptr;
+    sum_t* b = r.shi ? r.shi + r.off[4] : nullptr;
+    bool_switch(s[1] == 0, [&](auto grad_const) {
+      constexpr bool kGradConst = decltype(grad_const)::value;
+      TENSOROPS_CPU_DISPATCH(clamp_backward_run_const<scalar_t, acc_t, sum_t, HasLo, HasHi, ScalarBounds, WantGi,
+                                                      WantSums, kGradConst>)(r.g, r.x, r.gi, r.n, l, h, a, b);
+    });
+  }
+
+  // A bound entry per element, contiguous along the run.
+  template <bool WantGi, bool WantSums>
+  void elementwise(const Segment& r) const {
+    const scalar_t* ls = HasLo ? lo + r.off[3] : nullptr;
+    const scalar_t* hs = HasHi ? hi + r.off[4] : nullptr;
+    sum_t* a = r.slo ? r.slo + r.off[3] : nullptr;
+    sum_t* b = r.shi ? r.shi + r.off[4] : nullptr;
+    bool_switch(s[1] == 0, [&](auto grad_const) {
+      constexpr bool kGradConst = decltype(grad_const)::value;
+      TENSOROPS_CPU_DISPATCH(clamp_backward_run_tensor_contig<scalar_t, acc_t, sum_t, HasLo, HasHi, WantGi, WantSums,
+                                                              kGradConst>)(r.g, r.x, r.gi, r.n, ls, hs, a, b);
+    });
+  }
+
+  void strided(const Segment& r) const {
+    base::clamp_backward_run_strided<scalar_t, acc_t, sum_t, HasLo, HasHi, ScalarBounds>(
+        r.g, s[1], r.x, s[2], r.gi, s[0], lo, r.off[3], s[3], hi, r.off[4], s[4], r.slo, r.shi, r.n);
   }
 };
 
