@@ -27,6 +27,18 @@ void clamp_run_const_bits16(const uint16_t* x, uint16_t* y, int64_t n, uint16_t 
   for (int64_t t = 0; t < n; ++t) y[t] = math::clamp_bits16<kInfBits, HasLo, HasHi>(x[t], lo, klo, hi, khi);
 }
 
+// The run above for any dtype: float16 / bfloat16 on the raw bits, everything else in the compute type acc_t.
+template <typename in_t, typename acc_t, bool HasLo, bool HasHi>
+void clamp_run_fixed(const in_t* x, in_t* y, int64_t n, in_t lo, in_t hi) {
+  if constexpr (std::is_same_v<in_t, c10::Half> || std::is_same_v<in_t, c10::BFloat16>) {
+    constexpr uint16_t kInf = std::is_same_v<in_t, c10::Half> ? 0x7C00 : 0x7F80;
+    clamp_run_const_bits16<kInf, HasLo, HasHi>(reinterpret_cast<const uint16_t*>(x), reinterpret_cast<uint16_t*>(y),
+                                               n, lo.x, hi.x);
+  } else {
+    clamp_run_const<in_t, acc_t, HasLo, HasHi>(x, y, n, static_cast<acc_t>(lo), static_cast<acc_t>(hi));
+  }
+}
+
 // Contiguous run with a bound value per element (NaN bounds propagate).
 template <typename in_t, typename acc_t, bool HasLo, bool HasHi>
 void clamp_run_tensor_contig(const in_t* x, const in_t* lo, const in_t* hi, in_t* y, int64_t n) {
@@ -133,15 +145,14 @@ void clamp_backward_run_tensor_contig(const in_t* g, const in_t* x, in_t* gi, in
 }
 
 // Backward over a contiguous run whose bounds repeat with a short period (channels_last input with (1, C, 1, 1)
-// bounds): pl/ph hold the bound values for `len` positions (a multiple of the period), and the gradient sums go
-// to per-position float accumulators, flushed into dl/dh (sum_t, len entries) every kFlush repetitions; the
-// caller folds positions back onto the bound's entries.
+// bounds): pl/ph hold the bound values for `len` positions (a multiple of the period: PeriodicPattern,
+// tensorops/cpu_loop.h), and the gradient sums go to per-position float accumulators, flushed into dl/dh
+// (sum_t, len entries) every kFlush repetitions; the caller folds positions back onto the bound's entries.
 template <typename in_t, typename acc_t, typename sum_t, bool HasLo, bool HasHi, bool WantGi, bool WantSums>
 void clamp_backward_run_pattern(const in_t* g, const in_t* x, in_t* gi, int64_t n, const acc_t* pl, const acc_t* ph,
                                 int64_t len, sum_t* dl, sum_t* dh) {
-  constexpr int64_t kMaxLen = 320;
   constexpr int64_t kFlush = 32;
-  acc_t al[kMaxLen], ah[kMaxLen];
+  acc_t al[kPatternCapacity], ah[kPatternCapacity];
   for (int64_t j = 0; j < len; ++j) al[j] = ah[j] = acc_t(0);
   int64_t reps = 0;
   for (int64_t start = 0; start < n; start += len) {

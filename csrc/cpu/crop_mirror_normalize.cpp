@@ -4,35 +4,32 @@
 // crop, or strided for HWC images) compiled for AVX2+FMA and baseline x86-64. The coefficients
 // a = scale / std and b = -mean / std are computed once per (sample, channel) with math.h.
 #include <algorithm>
-#include <type_traits>
+#include <type_traits>  // the loop headers
 #include <vector>
 
 #include <ATen/ATen.h>
-#include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include "tensorops/cmn_entries.h"
 #include "tensorops/cpu_isa.h"
 #include "tensorops/crop_mirror_normalize_host.h"
-#include "tensorops/math.h"
+#include "tensorops/dispatch.h"
+#include "tensorops/math/cast.h"
+#include "tensorops/math/normalize.h"
 #include "tensorops/parallel.h"
 
 namespace tensorops {
 namespace {
 
 // ---- inner loops, built for AVX2+FMA and for baseline x86-64 -------------------------------------------------
-TENSOROPS_BEGIN_AVX2
-namespace avx2 {
-constexpr bool kF16C = true;
+TENSOROPS_AVX2_BUILD
 #include "normalize_loops.h"
 #include "crop_mirror_normalize_loops.h"
-}  // namespace avx2
-TENSOROPS_END_AVX2
-namespace base {
-constexpr bool kF16C = false;
+TENSOROPS_BASE_BUILD
 #include "normalize_loops.h"
 #include "crop_mirror_normalize_loops.h"
-}  // namespace base
+TENSOROPS_END_BUILDS
 
 // Bytes a pass moves: each output element written once and (at most) one input element read for it. Whether
 // that pass uses threads is parallel.h's policy.
@@ -134,41 +131,20 @@ void run_typed(cmn_host::Setup& s, acc_t scale, acc_t fill) {
 
 void run(cmn_host::Setup& s, double scale, double fill) {
   if (s.out.numel() == 0) return;
-  AT_DISPATCH_FLOATING_TYPES_AND3(at::kByte, at::kHalf, at::kBFloat16, s.in_dtype, "crop_mirror_normalize", [&] {
+  TENSOROPS_DISPATCH_CMN_INPUT(s.in_dtype, "crop_mirror_normalize", [&] {
     using in_t = scalar_t;
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, s.out.scalar_type(), "crop_mirror_normalize_out", [&] {
+    TENSOROPS_DISPATCH_FLOATING(s.out.scalar_type(), "crop_mirror_normalize_out", [&] {
       using out_t = scalar_t;
-      using acc_t = std::conditional_t<std::is_same_v<out_t, double>, double, float>;  // as s.acc
+      using acc_t = float_acc_t<out_t>;  // as s.acc
       run_typed<in_t, out_t, acc_t>(s, static_cast<acc_t>(scale), static_cast<acc_t>(fill));
     });
   });
 }
 
-at::Tensor crop_mirror_normalize_cpu(const at::Tensor& images, const at::Tensor& mean, const at::Tensor& std,
-                                     const at::Tensor& top_left, const at::Tensor& mirror, at::IntArrayRef size,
-                                     int64_t dim, double scale, at::ScalarType dtype, at::MemoryFormat memory_format,
-                                     int64_t channels, double fill, bool pad) {
-  cmn_host::Setup s =
-      cmn_host::setup_batch(images, mean, std, top_left, mirror, size, dim, dtype, memory_format, channels, pad);
-  run(s, scale, fill);
-  return s.out;
-}
-
-at::Tensor crop_mirror_normalize_list_cpu(at::TensorList images, const at::Tensor& mean, const at::Tensor& std,
-                                          const at::Tensor& top_left, const at::Tensor& mirror, at::IntArrayRef size,
-                                          int64_t dim, double scale, at::ScalarType dtype,
-                                          at::MemoryFormat memory_format, int64_t channels, double fill, bool pad) {
-  cmn_host::Setup s =
-      cmn_host::setup_list(images, mean, std, top_left, mirror, size, dim, dtype, memory_format, channels, pad);
-  run(s, scale, fill);
-  return s.out;
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(tensorops, CPU, m) {
-  m.impl("crop_mirror_normalize", &crop_mirror_normalize_cpu);
-  m.impl("crop_mirror_normalize_list", &crop_mirror_normalize_list_cpu);
+  cmn_entries::register_ops<&run>(m);
 }
 
 }  // namespace tensorops

@@ -15,8 +15,10 @@
 #include "tensorops/copy_table.h"
 #include "tensorops/cpu_isa.h"
 #include "tensorops/cpu_loop.h"
+#include "tensorops/dispatch.h"
 #include "tensorops/foreach_clamp_host.h"
-#include "tensorops/math.h"
+#include "tensorops/math/cast.h"
+#include "tensorops/math/clamp.h"
 #include "tensorops/parallel.h"
 
 namespace tensorops {
@@ -26,40 +28,21 @@ using clamp_host::Acc;
 using foreach_clamp_host::from_bits;
 using foreach_clamp_host::Item;
 
-TENSOROPS_BEGIN_AVX2
-namespace avx2 {
+TENSOROPS_AVX2_BUILD
 #include "clamp_loops.h"
-}  // namespace avx2
-TENSOROPS_END_AVX2
-namespace base {
+TENSOROPS_BASE_BUILD
 #include "clamp_loops.h"
-}  // namespace base
-
-// y[0:n] = clamp(x[0:n]) with number bounds in scalar_t (not NaN: the host sent NaN bounds to torch).
-template <typename scalar_t, bool HasLo, bool HasHi>
-void clamp_run(const scalar_t* x, scalar_t* y, int64_t n, scalar_t lo, scalar_t hi) {
-  if constexpr (std::is_same_v<scalar_t, c10::Half> || std::is_same_v<scalar_t, c10::BFloat16>) {
-    constexpr uint16_t kInf = std::is_same_v<scalar_t, c10::Half> ? 0x7C00 : 0x7F80;
-    TENSOROPS_CPU_DISPATCH(clamp_run_const_bits16<kInf, HasLo, HasHi>)(
-        reinterpret_cast<const uint16_t*>(x), reinterpret_cast<uint16_t*>(y), n, lo.x, hi.x);
-  } else {
-    using acc_t = typename Acc<scalar_t>::type;
-    TENSOROPS_CPU_DISPATCH(clamp_run_const<scalar_t, acc_t, HasLo, HasHi>)(x, y, n, static_cast<acc_t>(lo),
-                                                                          static_cast<acc_t>(hi));
-  }
-}
+TENSOROPS_END_BUILDS
 
 template <typename scalar_t>
 void clamp_item(const Item& it, int64_t offset, int64_t n, bool has_lo, bool has_hi) {
   const scalar_t* x = static_cast<const scalar_t*>(it.x) + offset;
   scalar_t* y = static_cast<scalar_t*>(it.y) + offset;
   const scalar_t lo = from_bits<scalar_t>(it.lo), hi = from_bits<scalar_t>(it.hi);
-  if (has_lo && has_hi)
-    clamp_run<scalar_t, true, true>(x, y, n, lo, hi);
-  else if (has_lo)
-    clamp_run<scalar_t, true, false>(x, y, n, lo, hi);
-  else
-    clamp_run<scalar_t, false, true>(x, y, n, lo, hi);
+  // number bounds in scalar_t, not NaN (the host sent NaN bounds to torch)
+  either_switch(has_lo, has_hi, [&]<bool L, bool H>() {
+    TENSOROPS_CPU_DISPATCH(clamp_run_fixed<scalar_t, typename Acc<scalar_t>::type, L, H>)(x, y, n, lo, hi);
+  });
 }
 
 void run_items(const std::vector<Item>& items, bool has_lo, bool has_hi) {
@@ -74,8 +57,8 @@ void run_items(const std::vector<Item>& items, bool has_lo, bool has_hi) {
       const Item& it = items[s];
       const int64_t offset = q - start[s];
       const int64_t count = std::min(start[s + 1], end) - q;
-      AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, it.dtype, "tensorops_foreach_clamp_cpu",
-                                 [&] { clamp_item<scalar_t>(it, offset, count, has_lo, has_hi); });
+      TENSOROPS_DISPATCH_FOREACH_CLAMP(it.dtype, "tensorops_foreach_clamp_cpu",
+                                       [&] { clamp_item<scalar_t>(it, offset, count, has_lo, has_hi); });
       q += count;
     }
   });

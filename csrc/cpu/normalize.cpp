@@ -1,16 +1,18 @@
 // normalize on the CPU: one pass over the input (threads as tensorops/parallel.h decides); per statistics entry the coefficients
 // a = scale / std and b = -mean / std are computed once (math.h), and the inner loops are plain multiply-adds
 // over contiguous runs that the compiler vectorizes (compiled for AVX2+FMA and for baseline x86-64).
-#include <type_traits>
+#include <type_traits>  // the loop headers
 #include <vector>
 
 #include <ATen/ATen.h>
-#include <ATen/Dispatch.h>
 #include <torch/library.h>
 
 #include "tensorops/cpu_isa.h"
 #include "tensorops/cpu_loop.h"
-#include "tensorops/math.h"
+#include "tensorops/dispatch.h"
+#include "tensorops/math/cast.h"
+#include "tensorops/math/normalize.h"
+#include "tensorops/normalize_entries.h"
 #include "tensorops/normalize_host.h"
 
 namespace tensorops {
@@ -19,16 +21,11 @@ namespace {
 using namespace normalize_host;
 
 // ---- inner loops, built for AVX2+FMA and for baseline x86-64 -------------------------------------------------
-TENSOROPS_BEGIN_AVX2
-namespace avx2 {
-constexpr bool kF16C = true;
+TENSOROPS_AVX2_BUILD
 #include "normalize_loops.h"
-}  // namespace avx2
-TENSOROPS_END_AVX2
-namespace base {
-constexpr bool kF16C = false;
+TENSOROPS_BASE_BUILD
 #include "normalize_loops.h"
-}  // namespace base
+TENSOROPS_END_BUILDS
 
 // ---- channels-last input to channels-first output -----------------------------------------------------------
 // Plan shape: dim 0 pixels (input stride C), dim 1 channels (input stride 1, C <= 4), output planes. Each task
@@ -86,7 +83,7 @@ void normalize_pass(at::Tensor& out, const at::Tensor& in, const acc_t* A, const
   if (deinterleave_pass<in_t, out_t, acc_t>(p, out, in, A, B)) return;
   // channels-last input, channels innermost: long runs with a periodic coefficient pattern
   int64_t pattern[3] = {};
-  const int64_t period = fold_periodic_inner<3>(p, 64, {false, false, true}, pattern);
+  const int64_t period = fold_pattern<3>(p, {false, false, true}, pattern);
   const int64_t period_stride = pattern[2];
   const in_t* x = in.const_data_ptr<in_t>();
   out_t* y = out.mutable_data_ptr<out_t>();
@@ -96,16 +93,13 @@ void normalize_pass(at::Tensor& out, const at::Tensor& in, const acc_t* A, const
     const in_t* xs = x + off[1];
     out_t* ys = y + off[0];  // the output's innermost stride is 1
     if (period > 0) {
-      constexpr int64_t kPatternLen = 256;
-      acc_t pa[kPatternLen + 64], pb[kPatternLen + 64];
-      const int64_t len = std::max<int64_t>(1, kPatternLen / period) * period;
-      const int64_t phase = off[0] % period;
-      for (int64_t t = 0; t < len; ++t) {
-        const int64_t c = off[2] + ((phase + t) % period) * period_stride;
-        pa[t] = A[c];
-        pb[t] = B[c];
-      }
-      TENSOROPS_CPU_DISPATCH(affine_pattern<in_t, out_t, acc_t>)(xs, ys, n, pa, pb, len);
+      const PeriodicPattern pat(period, off[0]);
+      acc_t pa[kPatternCapacity], pb[kPatternCapacity];
+      pat.for_each([&](int64_t t, int64_t c) {
+        pa[t] = A[off[2] + c * period_stride];
+        pb[t] = B[off[2] + c * period_stride];
+      });
+      TENSOROPS_CPU_DISPATCH(affine_pattern<in_t, out_t, acc_t>)(xs, ys, n, pa, pb, pat.len);
     } else if (sc == 0 && sx == 1) {
       TENSOROPS_CPU_DISPATCH(affine_contiguous<in_t, out_t, acc_t>)(xs, ys, n, A[off[2]], B[off[2]]);
     } else {
@@ -114,28 +108,14 @@ void normalize_pass(at::Tensor& out, const at::Tensor& in, const acc_t* A, const
   });
 }
 
-// The body for one input type (scalar_t, named in_t) over every output type (out_t).
-#define TENSOROPS_NORMALIZE_OUT_TYPES(OUT, ...)                                                          \
-  [&] {                                                                                                  \
-    using in_t = scalar_t;                                                                               \
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, OUT, "normalize_out", [&] {               \
-      using out_t = scalar_t;                                                                            \
-      __VA_ARGS__();                                                                                     \
-    });                                                                                                  \
-  }
-// Input types: uint8 (8-bit images), uint16 (16-bit PNGs) and every floating type.
-#define TENSOROPS_DISPATCH_NORMALIZE_TYPES(IN, OUT, ...)                                                 \
-  AT_DISPATCH_SWITCH(IN, "normalize",                                                                    \
-                     AT_DISPATCH_CASE(at::kByte, TENSOROPS_NORMALIZE_OUT_TYPES(OUT, __VA_ARGS__))        \
-                     AT_DISPATCH_CASE(at::kUInt16, TENSOROPS_NORMALIZE_OUT_TYPES(OUT, __VA_ARGS__))      \
-                     AT_DISPATCH_CASE_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16,                      \
-                                                          TENSOROPS_NORMALIZE_OUT_TYPES(OUT, __VA_ARGS__)))
-
 template <typename acc_t>
 void run(at::Tensor& out, const at::Tensor& input, const std::vector<acc_t>& A, const std::vector<acc_t>& B,
          c10::IntArrayRef coef_strides) {
-  TENSOROPS_DISPATCH_NORMALIZE_TYPES(input.scalar_type(), out.scalar_type(), [&] {
-    normalize_pass<in_t, out_t, acc_t>(out, input, A.data(), B.data(), coef_strides);
+  TENSOROPS_DISPATCH_NORMALIZE_INPUT(input.scalar_type(), "normalize", [&] {
+    using in_t = scalar_t;
+    TENSOROPS_DISPATCH_FLOATING(out.scalar_type(), "normalize_out", [&] {
+      normalize_pass<in_t, scalar_t, acc_t>(out, input, A.data(), B.data(), coef_strides);
+    });
   });
 }
 
@@ -188,21 +168,19 @@ bool coefficients(const at::Tensor& m, const at::Tensor& s, double scale, std::v
 
 at::Tensor normalize_tensor_cpu(const at::Tensor& input, const at::Tensor& mean, const at::Tensor& std,
                                 double scale, at::ScalarType dtype, at::MemoryFormat memory_format) {
-  check_input(input, dtype);
-  const auto shape = tensor_stat_shape(input, mean, std);
-  at::Tensor out = make_output(input, dtype, memory_format);
-  if (out.numel() == 0) return out;
-  AT_DISPATCH_FLOATING_TYPES(acc_dtype(dtype), "normalize_coefs", [&] {
-    at::Tensor m, s;
-    stat_buffers<scalar_t>(mean, std, shape, m, s);
-    std::vector<scalar_t> A, B;
-    if (coefficients<scalar_t>(m, s, scale, A, B)) {
-      run<scalar_t>(out, input, A, B, broadcast_strides(shape));
-    } else {  // a zero or tiny std: the formula itself, as torch evaluates it (+-inf, not NaN)
-      out.copy_((input.to(m.scalar_type()) * scale - m) / s);
-    }
+  return normalize_entries::normalize_tensor_with(input, mean, std, dtype, memory_format, [&](at::Tensor& out,
+                                                                                              c10::IntArrayRef shape) {
+    AT_DISPATCH_FLOATING_TYPES(acc_dtype(dtype), "normalize_coefs", [&] {
+      at::Tensor m, s;
+      stat_buffers<scalar_t>(mean, std, shape, m, s);
+      std::vector<scalar_t> A, B;
+      if (coefficients<scalar_t>(m, s, scale, A, B)) {
+        run<scalar_t>(out, input, A, B, broadcast_strides(shape));
+      } else {  // a zero or tiny std: the formula itself, as torch evaluates it (+-inf, not NaN)
+        out.copy_((input.to(m.scalar_type()) * scale - m) / s);
+      }
+    });
   });
-  return out;
 }
 
 // One pass over grad and input: grad_input = grad * a, and per statistics entry the sums of grad and
@@ -229,10 +207,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> normalize_tensor_backward_cpu(
     const int64_t bytes = input.numel() * (grad.element_size() + input.element_size() * (mask[0] ? 2 : 1));
     const int nthreads = threads_for(bytes);
     std::vector<acc_t> sums(stats ? static_cast<size_t>(nthreads) * 2 * K : 0, acc_t(0));
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(), "normalize_backward_grad", [&] {
+    TENSOROPS_DISPATCH_FLOATING(grad.scalar_type(), "normalize_backward_grad", [&] {
       using g_t = scalar_t;
       const g_t* g = grad.const_data_ptr<g_t>();
-      AT_DISPATCH_FLOATING_TYPES_AND4(at::kByte, at::kUInt16, at::kHalf, at::kBFloat16, input.scalar_type(), "normalize_backward_input", [&] {
+      TENSOROPS_DISPATCH_NORMALIZE_INPUT(input.scalar_type(), "normalize_backward_input", [&] {
         using in_t = scalar_t;
         const in_t* x = input.const_data_ptr<in_t>();
         in_t* gi = mask[0] ? grad_input.mutable_data_ptr<in_t>() : nullptr;
@@ -272,9 +250,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> normalize_tensor_backward_cpu(
 }  // namespace
 
 TORCH_LIBRARY_IMPL(tensorops, CPU, m) {
-  m.impl("normalize", &normalize_cpu);
-  m.impl("normalize_tensor", &normalize_tensor_cpu);
-  m.impl("normalize_tensor_backward", &normalize_tensor_backward_cpu);
+  normalize_entries::register_ops<&normalize_cpu, &normalize_tensor_cpu, &normalize_tensor_backward_cpu>(m);
 }
 
 }  // namespace tensorops

@@ -15,13 +15,13 @@
 #include <optional>
 
 #include <ATen/ATen.h>
-#include <ATen/Dispatch.h>
-#include <ATen/Dispatch_v2.h>
 #include <torch/library.h>
 
+#include "tensorops/clamp_entries.h"
 #include "tensorops/clamp_host.h"
 #include "tensorops/cuda_utils.cuh"
-#include "tensorops/math.h"
+#include "tensorops/dispatch.h"
+#include "tensorops/math/clamp.h"
 
 namespace tensorops {
 namespace {
@@ -32,31 +32,6 @@ using cuda::kVec;
 
 constexpr int64_t kSharedEntries = 2048;  // bound entries accumulated in shared memory (min + max)
 constexpr int kWarp = 32;
-
-#define TENSOROPS_DISPATCH_CLAMP_TYPES(TYPE, NAME, ...) \
-  AT_DISPATCH_V2(TYPE, NAME, AT_WRAP(__VA_ARGS__), AT_EXPAND(AT_ALL_TYPES), at::kHalf, at::kBFloat16, at::kBool)
-
-template <typename F>
-void with_bounds(bool has_lo, bool has_hi, const F& f) {
-  if (has_lo && has_hi)
-    f.template operator()<true, true>();
-  else if (has_lo)
-    f.template operator()<true, false>();
-  else
-    f.template operator()<false, true>();
-}
-
-template <typename acc_t, bool HasLo, bool HasHi, bool NanBounds>
-__device__ __forceinline__ acc_t clamp_value(acc_t v, acc_t lo, acc_t hi) {
-  if (NanBounds) {
-    if (HasLo && HasHi) return math::clamp_both_nan(v, lo, hi);
-    if (HasLo) return math::clamp_lower_nan(v, lo);
-    return math::clamp_upper_nan(v, hi);
-  }
-  if (HasLo) v = math::clamp_lower(v, lo);
-  if (HasHi) v = math::clamp_upper(v, hi);
-  return v;
-}
 
 // ---- forward -----------------------------------------------------------------------------------------------
 // Contiguous input and output, number bounds: aligned vector loads and stores of kVec elements. No __restrict__:
@@ -72,11 +47,11 @@ __global__ void clamp_scalar_contig_kernel(scalar_t* out, const scalar_t* x, ind
     V v = reinterpret_cast<const V*>(x)[i];
 #pragma unroll
     for (int j = 0; j < kVec; ++j)
-      v.v[j] = static_cast<scalar_t>(clamp_value<acc_t, HasLo, HasHi, false>(static_cast<acc_t>(v.v[j]), lo, hi));
+      v.v[j] = static_cast<scalar_t>(math::clamp_value<acc_t, HasLo, HasHi, false>(static_cast<acc_t>(v.v[j]), lo, hi));
     reinterpret_cast<V*>(out)[i] = v;
   }
   for (index_t i = nvec * kVec + static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    out[i] = static_cast<scalar_t>(clamp_value<acc_t, HasLo, HasHi, false>(static_cast<acc_t>(x[i]), lo, hi));
+    out[i] = static_cast<scalar_t>(math::clamp_value<acc_t, HasLo, HasHi, false>(static_cast<acc_t>(x[i]), lo, hi));
 }
 
 // Any layout. Each thread takes kVec neighbouring linear indices: one index decomposition, then steps along the
@@ -112,7 +87,7 @@ __global__ void clamp_strided_kernel(TENSOROPS_GRID_CONSTANT const Plan<4> p, sc
         if (HasLo) l = static_cast<acc_t>(lo[off[2]]);
         if (HasHi) h = static_cast<acc_t>(hi[off[3]]);
       }
-      out[off[0]] = static_cast<scalar_t>(clamp_value<acc_t, HasLo, HasHi, TensorBounds>(static_cast<acc_t>(x[off[1]]), l, h));
+      out[off[0]] = static_cast<scalar_t>(math::clamp_value<acc_t, HasLo, HasHi, TensorBounds>(static_cast<acc_t>(x[off[1]]), l, h));
     }
   }
 }
@@ -136,9 +111,9 @@ at::Tensor clamp_tensor_impl(const at::Tensor& inplace, const at::Tensor& input,
   const at::Tensor& lo_t = f.has_min ? f.lo : f.x;
   const at::Tensor& hi_t = f.has_max ? f.hi : f.x;
   const Plan<4> p = make_plan<4>(f.target.sizes(), {f.target.strides(), f.x.strides(), lo_t.strides(), hi_t.strides()});
-  TENSOROPS_DISPATCH_CLAMP_TYPES(f.T, "tensorops_clamp_cuda", [&] {
+  TENSOROPS_DISPATCH_CLAMP(f.T, "tensorops_clamp_cuda", [&] {
     using acc_t = typename Acc<scalar_t>::type;
-    with_bounds(f.has_min, f.has_max, [&]<bool L, bool H>() {
+    either_switch(f.has_min, f.has_max, [&]<bool L, bool H>() {
       launch_strided<scalar_t, L, H, true>(p, f.target.data_ptr<scalar_t>(), f.x.const_data_ptr<scalar_t>(),
                                            lo_t.const_data_ptr<scalar_t>(), hi_t.const_data_ptr<scalar_t>(),
                                            acc_t(0), acc_t(0));
@@ -153,7 +128,7 @@ at::Tensor clamp_scalar_impl(const at::Tensor& inplace, const at::Tensor& input,
   c10::cuda::CUDAGuard guard(input.device());
   ScalarForward f = prepare_scalar_forward(inplace, input, min, max);
   if (f.done) return f.out;
-  TENSOROPS_DISPATCH_CLAMP_TYPES(f.T, "tensorops_clamp_scalar_cuda", [&] {
+  TENSOROPS_DISPATCH_CLAMP(f.T, "tensorops_clamp_scalar_cuda", [&] {
     using acc_t = typename Acc<scalar_t>::type;
     const acc_t lo = min ? min->to<acc_t>() : acc_t(0);
     const acc_t hi = max ? max->to<acc_t>() : acc_t(0);
@@ -163,7 +138,7 @@ at::Tensor clamp_scalar_impl(const at::Tensor& inplace, const at::Tensor& input,
     // dense and laid out alike (contiguous, channels_last, ...): one flat array for both
     const bool contiguous = f.out.is_non_overlapping_and_dense() && f.out.strides() == f.x.strides() &&
                             cuda::aligned_to(out, sizeof(scalar_t) * kVec) && cuda::aligned_to(x, sizeof(scalar_t) * kVec);
-    with_bounds(min.has_value(), max.has_value(), [&]<bool L, bool H>() {
+    either_switch(min.has_value(), max.has_value(), [&]<bool L, bool H>() {
       if (contiguous) {
         const auto stream = c10::cuda::getCurrentCUDAStream();
         cuda::launch_indexed(n, static_cast<int64_t>(kThreads) * kVec, [&](auto index_tag, unsigned int blocks) {
@@ -179,26 +154,6 @@ at::Tensor clamp_scalar_impl(const at::Tensor& inplace, const at::Tensor& input,
     });
   });
   return f.out;
-}
-
-at::Tensor clamp_cuda(const at::Tensor& input, const std::optional<at::Tensor>& min,
-                      const std::optional<at::Tensor>& max) {
-  return clamp_tensor_impl(at::Tensor(), input, min, max);
-}
-
-void clamp_inplace_cuda(const at::Tensor& input, const std::optional<at::Tensor>& min,
-                        const std::optional<at::Tensor>& max) {
-  clamp_tensor_impl(input, input, min, max);
-}
-
-at::Tensor clamp_scalar_cuda(const at::Tensor& input, const std::optional<at::Scalar>& min,
-                             const std::optional<at::Scalar>& max) {
-  return clamp_scalar_impl(at::Tensor(), input, min, max);
-}
-
-void clamp_scalar_inplace_cuda(const at::Tensor& input, const std::optional<at::Scalar>& min,
-                               const std::optional<at::Scalar>& max) {
-  clamp_scalar_impl(input, input, min, max);
 }
 
 // ---- backward ----------------------------------------------------------------------------------------------
@@ -325,15 +280,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> clamp_backward_cuda(const at::Ten
   const int64_t K = klo + khi;
   const bool shared = K <= kSharedEntries;
   const auto stream = c10::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, b.T, "tensorops_clamp_backward_cuda", [&] {
-    using sum_t = std::conditional_t<std::is_same_v<scalar_t, double>, double, float>;
+  TENSOROPS_DISPATCH_FLOATING(b.T, "tensorops_clamp_backward_cuda", [&] {
+    using sum_t = float_acc_t<scalar_t>;
     const auto sum_opts = b.g.options().dtype(c10::CppTypeToScalarType<sum_t>::value);
     scalar_t* gi = mask[0] ? b.grad_input.data_ptr<scalar_t>() : nullptr;
     const scalar_t* lp = b.has_min ? b.lo.const_data_ptr<scalar_t>() : nullptr;
     const scalar_t* hp = b.has_max ? b.hi.const_data_ptr<scalar_t>() : nullptr;
     // shared-memory partials: a few blocks per SM, each looping over the data; global atomics: enough blocks
     const int64_t max_blocks = shared && want_sums ? 4 * sm_count(b.g) : int64_t{1} << 24;
-    const IndexedLaunch grid = pick_indexed_launch(p.numel, p.max_offset(), kThreads, max_blocks);
+    const IndexedLaunch grid = cuda::indexed_grid(p, kThreads, max_blocks);
     const int64_t blocks = grid.blocks;
     at::Tensor partial = want_sums ? (shared ? at::empty({blocks * K}, sum_opts) : at::zeros({K}, sum_opts))
                                    : at::empty({0}, sum_opts);
@@ -345,20 +300,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> clamp_backward_cuda(const at::Ten
     sum_t* tlo = terms_lo.defined() ? terms_lo.data_ptr<sum_t>() : nullptr;
     sum_t* thi = terms_hi.defined() ? terms_hi.data_ptr<sum_t>() : nullptr;
     const size_t smem = shared && want_sums ? static_cast<size_t>(K) * sizeof(sum_t) : 0;
-    with_bounds(b.has_min, b.has_max, [&]<bool L, bool H>() {
-      auto launch = [&](auto index_tag, auto shared_tag) {
-        using index_t = decltype(index_tag);
-        constexpr bool S = decltype(shared_tag)::value;
-        clamp_backward_kernel<scalar_t, sum_t, index_t, L, H, S><<<static_cast<unsigned int>(blocks), kThreads, smem, stream>>>(
-            p, gi, b.g.const_data_ptr<scalar_t>(), b.x.const_data_ptr<scalar_t>(), lp, hp, klo, khi, want_sums, pp,
-            tlo, thi);
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
-      };
-      cuda::with_index_type(grid.use_int32, [&](auto index_tag) {
-        if (shared)
-          launch(index_tag, std::true_type{});
-        else
-          launch(index_tag, std::false_type{});
+    either_switch(b.has_min, b.has_max, [&]<bool L, bool H>() {
+      cuda::launch_with(grid, [&](auto index_tag, unsigned int nblocks) {
+        bool_switch(shared, [&](auto shared_tag) {
+          clamp_backward_kernel<scalar_t, sum_t, decltype(index_tag), L, H, decltype(shared_tag)::value>
+              <<<nblocks, kThreads, smem, stream>>>(p, gi, b.g.const_data_ptr<scalar_t>(), b.x.const_data_ptr<scalar_t>(),
+                                                    lp, hp, klo, khi, want_sums, pp, tlo, thi);
+          C10_CUDA_KERNEL_LAUNCH_CHECK();
+        });
       });
     });
     if (want_sums) {
@@ -382,11 +331,11 @@ at::Tensor clamp_scalar_backward_cuda(const at::Tensor& grad, const at::Tensor& 
   if (b.done) return b.grad_input;
   const Plan<3> p = make_plan<3>(input.sizes(), {b.grad_input.strides(), b.g.strides(), input.strides()});
   const auto stream = c10::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, input.scalar_type(), "tensorops_clamp_scalar_backward_cuda", [&] {
+  TENSOROPS_DISPATCH_FLOATING(input.scalar_type(), "tensorops_clamp_scalar_backward_cuda", [&] {
     using acc_t = typename Acc<scalar_t>::type;
     const acc_t lo = min ? min->to<acc_t>() : acc_t(0);
     const acc_t hi = max ? max->to<acc_t>() : acc_t(0);
-    with_bounds(min.has_value(), max.has_value(), [&]<bool L, bool H>() {
+    either_switch(min.has_value(), max.has_value(), [&]<bool L, bool H>() {
       cuda::launch_indexed(p, kThreads, [&](auto index_tag, unsigned int blocks) {
         clamp_scalar_backward_kernel<scalar_t, decltype(index_tag), L, H><<<blocks, kThreads, 0, stream>>>(
             p, b.grad_input.data_ptr<scalar_t>(), b.g.const_data_ptr<scalar_t>(), input.const_data_ptr<scalar_t>(), lo, hi);
@@ -400,12 +349,8 @@ at::Tensor clamp_scalar_backward_cuda(const at::Tensor& grad, const at::Tensor& 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(tensorops, CUDA, m) {
-  m.impl("clamp", &clamp_cuda);
-  m.impl("clamp_", &clamp_inplace_cuda);
-  m.impl("clamp_scalar", &clamp_scalar_cuda);
-  m.impl("clamp_scalar_", &clamp_scalar_inplace_cuda);
-  m.impl("clamp_backward", &clamp_backward_cuda);
-  m.impl("clamp_scalar_backward", &clamp_scalar_backward_cuda);
+  clamp_entries::register_ops<&clamp_tensor_impl, &clamp_scalar_impl, &clamp_backward_cuda,
+                              &clamp_scalar_backward_cuda>(m);
 }
 
 }  // namespace tensorops

@@ -5,14 +5,14 @@
 // when a pinned host block is reused. The value of every element comes from cmn::value (crop_mirror_normalize.h),
 // the same function the CPU kernel's fallback path calls.
 #include <cstring>
-#include <type_traits>
 
 #include <ATen/ATen.h>
-#include <ATen/Dispatch.h>
 #include <torch/library.h>
 
+#include "tensorops/cmn_entries.h"
 #include "tensorops/crop_mirror_normalize_host.h"
 #include "tensorops/cuda_utils.cuh"
+#include "tensorops/dispatch.h"
 
 namespace tensorops {
 namespace {
@@ -83,12 +83,12 @@ void run(cmn_host::Setup& s, double scale, double fill) {
     std::memcpy(host.mutable_data_ptr(), s.samples.data(), bytes);
     device_table = host.to(s.out.device());  // blocking copy from pageable memory
   }
-  AT_DISPATCH_FLOATING_TYPES_AND3(at::kByte, at::kHalf, at::kBFloat16, s.in_dtype, "crop_mirror_normalize_cuda", [&] {
+  TENSOROPS_DISPATCH_CMN_INPUT(s.in_dtype, "crop_mirror_normalize_cuda", [&] {
     using in_t = scalar_t;
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, s.out.scalar_type(), "crop_mirror_normalize_out", [&] {
+    TENSOROPS_DISPATCH_FLOATING(s.out.scalar_type(), "crop_mirror_normalize_out", [&] {
       using out_t = scalar_t;
       {
-        using acc_t = std::conditional_t<std::is_same_v<out_t, double>, double, float>;  // as s.acc
+        using acc_t = float_acc_t<out_t>;  // as s.acc
         Params<acc_t> p;
         p.N = s.N; p.C = s.C; p.Cp = s.Cp; p.h = s.h; p.w = s.w; p.numel = numel;
         p.mean = s.mean.const_data_ptr<acc_t>();
@@ -112,31 +112,10 @@ void run(cmn_host::Setup& s, double scale, double fill) {
   });
 }
 
-at::Tensor crop_mirror_normalize_cuda(const at::Tensor& images, const at::Tensor& mean, const at::Tensor& std,
-                                      const at::Tensor& top_left, const at::Tensor& mirror, at::IntArrayRef size,
-                                      int64_t dim, double scale, at::ScalarType dtype, at::MemoryFormat memory_format,
-                                      int64_t channels, double fill, bool pad) {
-  cmn_host::Setup s =
-      cmn_host::setup_batch(images, mean, std, top_left, mirror, size, dim, dtype, memory_format, channels, pad);
-  run(s, scale, fill);
-  return s.out;
-}
-
-at::Tensor crop_mirror_normalize_list_cuda(at::TensorList images, const at::Tensor& mean, const at::Tensor& std,
-                                           const at::Tensor& top_left, const at::Tensor& mirror, at::IntArrayRef size,
-                                           int64_t dim, double scale, at::ScalarType dtype,
-                                           at::MemoryFormat memory_format, int64_t channels, double fill, bool pad) {
-  cmn_host::Setup s =
-      cmn_host::setup_list(images, mean, std, top_left, mirror, size, dim, dtype, memory_format, channels, pad);
-  run(s, scale, fill);
-  return s.out;
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(tensorops, CUDA, m) {
-  m.impl("crop_mirror_normalize", &crop_mirror_normalize_cuda);
-  m.impl("crop_mirror_normalize_list", &crop_mirror_normalize_list_cuda);
+  cmn_entries::register_ops<&run>(m);
 }
 
 }  // namespace tensorops

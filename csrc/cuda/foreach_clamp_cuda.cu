@@ -5,7 +5,6 @@
 // clamped as a contiguous run; a tile that spans tensors locates each element with the binary search of
 // copy_table.h. The values are math.h's clamp_lower / clamp_upper, the functions the CPU loops call.
 #include <ATen/ATen.h>
-#include <ATen/Dispatch.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -13,8 +12,9 @@
 
 #include "tensorops/copy_table.h"
 #include "tensorops/cuda_utils.cuh"
+#include "tensorops/dispatch.h"
 #include "tensorops/foreach_clamp_host.h"
-#include "tensorops/math.h"
+#include "tensorops/math/clamp.h"
 
 namespace tensorops {
 namespace {
@@ -26,13 +26,10 @@ using foreach_clamp_host::Item;
 constexpr int64_t kTile = static_cast<int64_t>(cuda::kThreads) * cuda::kVec;
 
 template <typename scalar_t, bool HasLo, bool HasHi>
-__device__ __forceinline__ scalar_t clamp_value(scalar_t x, typename Acc<scalar_t>::type lo,
-                                                typename Acc<scalar_t>::type hi) {
+__device__ __forceinline__ scalar_t clamp_element(scalar_t x, typename Acc<scalar_t>::type lo,
+                                                  typename Acc<scalar_t>::type hi) {
   using acc_t = typename Acc<scalar_t>::type;
-  acc_t v = static_cast<acc_t>(x);
-  if (HasLo) v = math::clamp_lower(v, lo);
-  if (HasHi) v = math::clamp_upper(v, hi);
-  return static_cast<scalar_t>(v);
+  return static_cast<scalar_t>(math::clamp_value<acc_t, HasLo, HasHi, false>(static_cast<acc_t>(x), lo, hi));
 }
 
 // table: start[n + 1] (prefix element counts), x[n], y[n] (addresses), as int64.
@@ -52,14 +49,14 @@ __global__ void foreach_clamp_kernel(const int64_t* __restrict__ table, int64_t 
     if (first + count <= start[s + 1]) {  // the tile lies in one tensor
       const scalar_t* x = reinterpret_cast<const scalar_t*>(xs[s]) + (first - start[s]);
       scalar_t* y = reinterpret_cast<scalar_t*>(ys[s]) + (first - start[s]);
-      for (int64_t k = threadIdx.x; k < count; k += blockDim.x) y[k] = clamp_value<scalar_t, HasLo, HasHi>(x[k], lo, hi);
+      for (int64_t k = threadIdx.x; k < count; k += blockDim.x) y[k] = clamp_element<scalar_t, HasLo, HasHi>(x[k], lo, hi);
     } else {
       for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
         const int64_t q = first + k;
         const int64_t e = copy_table::find_segment(start, n, q);
         const int64_t off = q - start[e];
         reinterpret_cast<scalar_t*>(ys[e])[off] =
-            clamp_value<scalar_t, HasLo, HasHi>(reinterpret_cast<const scalar_t*>(xs[e])[off], lo, hi);
+            clamp_element<scalar_t, HasLo, HasHi>(reinterpret_cast<const scalar_t*>(xs[e])[off], lo, hi);
       }
     }
     __syncthreads();  // tile_seg is rewritten for the next tile
@@ -85,13 +82,10 @@ void launch_group(const std::vector<const Item*>& group, bool has_lo, bool has_h
   const int64_t* dev = table.const_data_ptr<int64_t>();
   cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
   const unsigned int blocks = cuda::blocks_for(total, kTile);
-  if (has_lo && has_hi)
-    foreach_clamp_kernel<scalar_t, true, true><<<blocks, cuda::kThreads, 0, stream>>>(dev, n, total, lo, hi);
-  else if (has_lo)
-    foreach_clamp_kernel<scalar_t, true, false><<<blocks, cuda::kThreads, 0, stream>>>(dev, n, total, lo, hi);
-  else
-    foreach_clamp_kernel<scalar_t, false, true><<<blocks, cuda::kThreads, 0, stream>>>(dev, n, total, lo, hi);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  either_switch(has_lo, has_hi, [&]<bool L, bool H>() {
+    foreach_clamp_kernel<scalar_t, L, H><<<blocks, cuda::kThreads, 0, stream>>>(dev, n, total, lo, hi);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
 }
 
 // One launch per dtype present, in order of first appearance.
@@ -106,8 +100,8 @@ void run_items(const std::vector<Item>& items, bool has_lo, bool has_hi, c10::De
         done[j] = true;
       }
     }
-    AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, items[i].dtype, "tensorops_foreach_clamp_cuda",
-                               [&] { launch_group<scalar_t>(group, has_lo, has_hi, device); });
+    TENSOROPS_DISPATCH_FOREACH_CLAMP(items[i].dtype, "tensorops_foreach_clamp_cuda",
+                                     [&] { launch_group<scalar_t>(group, has_lo, has_hi, device); });
   }
 }
 

@@ -4,11 +4,12 @@
 // kernel arguments (no host-to-device copy); statistics tensors are read through their broadcast strides.
 // The arithmetic is math.h's, the same functions the CPU kernel calls.
 #include <ATen/ATen.h>
-#include <ATen/Dispatch.h>
 #include <torch/library.h>
 
 #include "tensorops/cuda_utils.cuh"
-#include "tensorops/math.h"
+#include "tensorops/dispatch.h"
+#include "tensorops/math/normalize.h"
+#include "tensorops/normalize_entries.h"
 #include "tensorops/normalize_host.h"
 
 namespace tensorops {
@@ -134,7 +135,7 @@ void launch(at::Tensor& out, const at::Tensor& input, c10::IntArrayRef mean_stri
   const bool coefs_per_vec = plan.sizes[0] % kVec == 0 && plan.strides[2][0] == 0 && plan.strides[3][0] == 0;
   const c10::cuda::CUDAGuard guard(input.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES_AND4(at::kByte, at::kUInt16, at::kHalf, at::kBFloat16, input.scalar_type(), "normalize_cuda", [&] {
+  TENSOROPS_DISPATCH_NORMALIZE_INPUT(input.scalar_type(), "normalize_cuda", [&] {
     using in_t = scalar_t;
     dispatch_out_for_acc<acc_t>(out.scalar_type(), [&](auto out_tag) {
       launch_typed<in_t, decltype(out_tag), acc_t, kTensorStats>(plan, out, input, same_order, coefs_per_vec, coefs,
@@ -184,20 +185,18 @@ at::Tensor normalize_cuda(const at::Tensor& input, c10::ArrayRef<double> mean, c
 
 at::Tensor normalize_tensor_cuda(const at::Tensor& input, const at::Tensor& mean, const at::Tensor& std,
                                  double scale, at::ScalarType dtype, at::MemoryFormat memory_format) {
-  check_input(input, dtype);
-  const auto shape = tensor_stat_shape(input, mean, std);
-  at::Tensor out = make_output(input, dtype, memory_format);
-  if (out.numel() == 0) return out;
-  const auto acc = acc_dtype(dtype);
-  // statistics in another dtype are converted first (a small extra launch); float32 buffers are the norm
-  const at::Tensor m = mean.scalar_type() == acc ? mean : mean.to(acc);
-  const at::Tensor s = std.scalar_type() == acc ? std : std.to(acc);
-  AT_DISPATCH_FLOATING_TYPES(acc, "normalize_tensor_cuda", [&] {
-    launch<scalar_t, true>(out, input, expanded_strides(m, input.sizes()), expanded_strides(s, input.sizes()),
-                           Coefs<scalar_t>{}, m.const_data_ptr<scalar_t>(), s.const_data_ptr<scalar_t>(),
-                           static_cast<scalar_t>(scale));
+  return normalize_entries::normalize_tensor_with(input, mean, std, dtype, memory_format, [&](at::Tensor& out,
+                                                                                               c10::IntArrayRef) {
+    const auto acc = acc_dtype(dtype);
+    // statistics in another dtype are converted first (a small extra launch); float32 buffers are the norm
+    const at::Tensor m = mean.scalar_type() == acc ? mean : mean.to(acc);
+    const at::Tensor s = std.scalar_type() == acc ? std : std.to(acc);
+    AT_DISPATCH_FLOATING_TYPES(acc, "normalize_tensor_cuda", [&] {
+      launch<scalar_t, true>(out, input, expanded_strides(m, input.sizes()), expanded_strides(s, input.sizes()),
+                             Coefs<scalar_t>{}, m.const_data_ptr<scalar_t>(), s.const_data_ptr<scalar_t>(),
+                             static_cast<scalar_t>(scale));
+    });
   });
-  return out;
 }
 
 // ---- backward: grad_input = grad * a, and per statistics entry the sums of grad and grad * y -------------------
@@ -269,16 +268,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> normalize_tensor_backward_cuda(
   const c10::cuda::CUDAGuard guard(input.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   // acc_dtype(grad): float64 accumulation for float64 grads, float32 for the rest
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(), "normalize_backward_grad", [&] {
+  TENSOROPS_DISPATCH_FLOATING(grad.scalar_type(), "normalize_backward_grad", [&] {
     using g_t = scalar_t;
-    using acc_t = std::conditional_t<std::is_same_v<g_t, double>, double, float>;
+    using acc_t = float_acc_t<g_t>;
     const at::Tensor m = mean.to(acc).expand(shape).contiguous();
     const at::Tensor s = std.to(acc).expand(shape).contiguous();
     const int64_t K = m.numel();
     at::Tensor sums = at::zeros({kernel_stats ? 2 * K : 0}, input.options().dtype(acc));
     const size_t smem = kernel_stats && K <= kMaxSharedEntries ? 2 * K * sizeof(acc_t) : 0;
     if (mask[0] || kernel_stats) {
-      AT_DISPATCH_FLOATING_TYPES_AND4(at::kByte, at::kUInt16, at::kHalf, at::kBFloat16, input.scalar_type(), "normalize_backward_in", [&] {
+      TENSOROPS_DISPATCH_NORMALIZE_INPUT(input.scalar_type(), "normalize_backward_in", [&] {
         using in_t = scalar_t;
         in_t* gi = mask[0] ? grad_input.mutable_data_ptr<in_t>() : nullptr;
         cuda::launch_indexed(plan, int64_t{kThreads} * 4, [&](auto index_tag, unsigned int blocks) {
@@ -309,9 +308,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> normalize_tensor_backward_cuda(
 }  // namespace
 
 TORCH_LIBRARY_IMPL(tensorops, CUDA, m) {
-  m.impl("normalize", &normalize_cuda);
-  m.impl("normalize_tensor", &normalize_tensor_cuda);
-  m.impl("normalize_tensor_backward", &normalize_tensor_backward_cuda);
+  normalize_entries::register_ops<&normalize_cuda, &normalize_tensor_cuda, &normalize_tensor_backward_cuda>(m);
 }
 
 }  // namespace tensorops

@@ -1,19 +1,22 @@
 // Run-time choice between the AVX2+FMA and the baseline build of a family's CPU loops.
 //
 // A family keeps its inner loops in a header with no includes of its own (e.g. cpu/normalize_loops.h) and
-// includes it twice from its .cpp:
+// includes it twice from its .cpp, once per build:
 //
-//   TENSOROPS_BEGIN_AVX2            namespace avx2 { #include "normalize_loops.h" }   TENSOROPS_END_AVX2
-//   namespace base { #include "normalize_loops.h" }
+//   TENSOROPS_AVX2_BUILD
+//   #include "normalize_loops.h"
+//   TENSOROPS_BASE_BUILD
+//   #include "normalize_loops.h"
+//   TENSOROPS_END_BUILDS
 //
-// then calls TENSOROPS_CPU_DISPATCH(fn)(args...). Both builds compute the same values from math.h.
-// Loops write results through `emit` (below, included with them), which stores half outputs with the F16C
-// instruction in the AVX2 build.
+// then calls TENSOROPS_CPU_DISPATCH(fn)(args...). Both builds compute the same values from math.h. Each build
+// sits in its own namespace (avx2, base) that defines `constexpr bool kF16C`: whether the loops may store
+// half outputs with the F16C instruction (store_half_f16c, below; normalize_loops.h's `emit` does so).
 #pragma once
 #include <cstdint>
 
 #include "tensorops/macros.h"
-#include "tensorops/math.h"
+#include "tensorops/math/cast.h"
 
 #if TENSOROPS_CPU_AVX2
 #include <immintrin.h>
@@ -53,3 +56,15 @@ __attribute__((target("avx2,fma,f16c"))) inline void store_half_f16c(c10::Half* 
 #define TENSOROPS_END_AVX2
 #define TENSOROPS_CPU_DISPATCH(...) (base::__VA_ARGS__)
 #endif
+
+// The two builds of a loop header (see the top of this file).
+#define TENSOROPS_AVX2_BUILD \
+  TENSOROPS_BEGIN_AVX2       \
+  namespace avx2 {           \
+  constexpr bool kF16C = true;
+#define TENSOROPS_BASE_BUILD \
+  }                          \
+  TENSOROPS_END_AVX2         \
+  namespace base {           \
+  constexpr bool kF16C = false;
+#define TENSOROPS_END_BUILDS }

@@ -2,6 +2,10 @@
 // policy grants and hands each task runs ("segments") along the innermost plan dimension, so the per-op inner
 // loop sees plain pointers, a count and fixed strides that the compiler can vectorize.
 #pragma once
+#include <algorithm>
+#include <array>
+#include <cstdint>
+
 #include "tensorops/parallel.h"
 #include "tensorops/plan.h"
 
@@ -38,5 +42,33 @@ void cpu_for_each_segment(const Plan<N>& p, int threads, const F& f) {
     }
   });
 }
+
+// ---- values that repeat along a run ----------------------------------------------------------------------------
+// A short inner dimension along which per-channel values vary (C of a channels_last batch with (1, C, 1, 1)
+// statistics or bounds), walked contiguously together with the next one, whose values do not vary: the two are
+// merged into long runs (fold_periodic_inner) and a kernel gets the values as a periodic pattern, unrolled into
+// a buffer of len positions (a multiple of the period, at most kPatternSpan) so its loop is plain and vectorizes.
+constexpr int64_t kMaxPatternPeriod = 64;  // the longest period folded
+constexpr int64_t kPatternSpan = 256;      // positions a pattern buffer is unrolled to (a multiple of the period)
+constexpr int64_t kPatternCapacity = kPatternSpan + kMaxPatternPeriod;  // buffer size: len plus one period of slack
+
+// Folds p's innermost dimension into a periodic pattern where it can; returns the period (0: not folded).
+template <int N>
+int64_t fold_pattern(Plan<N>& p, const std::array<bool, N>& may_vary, int64_t (&pattern_strides)[N]) {
+  return fold_periodic_inner<N>(p, kMaxPatternPeriod, may_vary, pattern_strides);
+}
+
+// The pattern of one run: its phase is the run's output offset modulo the period (fold_periodic_inner makes
+// every outer output stride a multiple of the period).
+struct PeriodicPattern {
+  int64_t period, phase, len;
+  PeriodicPattern(int64_t period_, int64_t out_offset)
+      : period(period_), phase(out_offset % period_), len(std::max<int64_t>(1, kPatternSpan / period_) * period_) {}
+  // f(t, c) for each buffer position t < len, with c the entry of the period at t
+  template <typename F>
+  void for_each(const F& f) const {
+    for (int64_t t = 0; t < len; ++t) f(t, (phase + t) % period);
+  }
+};
 
 }  // namespace tensorops

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "tensorops/macros.h"
-#include "tensorops/math.h"
+#include "tensorops/math/normalize.h"
 
 namespace tensorops {
 namespace cmn {

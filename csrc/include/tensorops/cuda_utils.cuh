@@ -50,14 +50,26 @@ void with_index_type(bool use_int32, const F& f) {
     f(int64_t{});
 }
 
-// Every grid-stride launch over a plan goes through here: picks the grid and the index width
-// (index_width.h: 32-bit only when every index the loop forms fits, grid-stride steps included) and calls
-// f(index_t{}, blocks). `items_per_block` = threads * elements per thread per step.
+// Every grid-stride launch over a plan goes through here: the grid and the index width (index_width.h: 32-bit
+// only when every index the loop forms fits, grid-stride steps included) are picked by indexed_grid, and
+// launch_with calls f(index_t{}, blocks) with index_t int32_t or int64_t. `items_per_block` = threads *
+// elements per thread per step; `max_blocks` caps the grid (a few blocks per SM for per-block partials, ...).
+template <int N>
+IndexedLaunch indexed_grid(const Plan<N>& p, int64_t items_per_block, int64_t max_blocks = int64_t{1} << 24) {
+  return pick_indexed_launch(p.numel, p.max_offset(), items_per_block, max_blocks);
+}
+
+template <typename F>
+void launch_with(const IndexedLaunch& l, const F& f) {
+  with_index_type(l.use_int32, [&](auto index_tag) { f(index_tag, static_cast<unsigned int>(l.blocks)); });
+}
+
+// Both steps at once, for a launch whose buffers do not depend on the grid.
 template <int N, typename F>
 IndexedLaunch launch_indexed(const Plan<N>& p, int64_t items_per_block, const F& f,
                              int64_t max_blocks = int64_t{1} << 24) {
-  const IndexedLaunch l = pick_indexed_launch(p.numel, p.max_offset(), items_per_block, max_blocks);
-  with_index_type(l.use_int32, [&](auto index_tag) { f(index_tag, static_cast<unsigned int>(l.blocks)); });
+  const IndexedLaunch l = indexed_grid(p, items_per_block, max_blocks);
+  launch_with(l, f);
   return l;
 }
 
@@ -65,7 +77,7 @@ IndexedLaunch launch_indexed(const Plan<N>& p, int64_t items_per_block, const F&
 template <typename F>
 IndexedLaunch launch_indexed(int64_t n, int64_t items_per_block, const F& f, int64_t max_blocks = int64_t{1} << 24) {
   const IndexedLaunch l = pick_indexed_launch(n, n, items_per_block, max_blocks);
-  with_index_type(l.use_int32, [&](auto index_tag) { f(index_tag, static_cast<unsigned int>(l.blocks)); });
+  launch_with(l, f);
   return l;
 }
 
