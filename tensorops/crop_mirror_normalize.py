@@ -204,6 +204,11 @@ def crop_mirror_normalize(
     images, dim, C = _images(images, dim)
     first = images if isinstance(images, torch.Tensor) else images[0]
     device = first.device
+    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        # the crop table is built on the host from top_left, mirror and the images' sizes on every call, which
+        # a captured graph would replay stale: refuse clearly instead of capturing a wrong table
+        raise RuntimeError(_err("cannot be captured in a CUDA graph (its crop table is built on the host on every "
+                                "call); run it outside graph capture, e.g. in the data pipeline"))
     sizes = _sizes(images, dim)
     N = len(sizes)
     h, w = _size(size, sizes)

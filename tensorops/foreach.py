@@ -102,6 +102,8 @@ def _kernels(scan: _Scan, device: torch.device) -> bool:
     (the op has no jvp or batching rule yet: there torch's clamp, which has both, runs tensor by tensor)."""
     if _fwAD._current_level >= 0 or torch._C._are_functorch_transforms_active():
         return False
+    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        return False  # the CUDA kernel's table comes from a pinned host block: torch's foreach ops capture safely
     return not scan.quantized and KERNELS.device(device)
 
 

@@ -18,6 +18,8 @@ import gc
 import pytest
 import torch
 
+import tensorops
+
 from conftest import requires_cuda_kernels
 
 pytestmark = [pytest.mark.cuda, requires_cuda_kernels]
@@ -361,21 +363,45 @@ def test_graph_capture_eager_call_then_replay(name):
                                        msg=lambda m, seed=seed: f"{name} replay {seed}: {m}")
 
 
-def test_graph_capture_of_normalize_with_many_number_statistics_is_a_clear_error():
-    x = _u8(1, 70, 2, 2, seed=0)
-    mean, std = [0.5] * 70, [0.25] * 70
-    _norm_list(x, mean, std)  # eager: fine
+def _capture_raises(fn, match):
     graph = torch.cuda.CUDAGraph()
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         graph.capture_begin()
         try:
-            with pytest.raises(RuntimeError, match="capturing a CUDA graph"):
-                _norm_list(x, mean, std)
+            with pytest.raises(RuntimeError, match=match):
+                fn()
         finally:
             graph.capture_end()  # nothing was captured
     torch.cuda.current_stream().wait_stream(side)
+
+
+def test_graph_capture_of_normalize_with_many_number_statistics_is_a_clear_error():
+    x = _u8(1, 70, 2, 2, seed=0)
+    mean, std = [0.5] * 70, [0.25] * 70
+    _norm_list(x, mean, std)  # eager: fine
+    _capture_raises(lambda: _norm_list(x, mean, std), "capturing a CUDA graph")
+
+
+def test_graph_capture_of_crop_mirror_normalize_is_a_clear_error():
+    x = _u8(4, 3, 12, 10, seed=0)
+    tensorops.crop_mirror_normalize(x, [0.5] * 3, [0.25] * 3, size=(6, 5))  # eager: fine
+    _capture_raises(lambda: tensorops.crop_mirror_normalize(x, [0.5] * 3, [0.25] * 3, size=(6, 5)),
+                    r"crop_mirror_normalize\(\): cannot be captured in a CUDA graph")
+
+
+def test_graph_capture_of_list_clamp_goes_to_torch_foreach_and_replays():
+    static = [_f(33, 17, seed=0), _f(5, seed=1)]
+    graph, out = _capture(lambda *xs: tensorops.clamp(list(xs), -0.5, 0.25), static)
+    for seed in (1, 2):
+        tensorops.clamp([_f(7, seed=seed), _f(3, 3, seed=seed)], 0.0, 0.1)  # an eager call with another table
+        for dst, src in zip(static, [_f(33, 17, seed=seed), _f(5, seed=seed + 1)]):
+            dst.copy_(src)
+        graph.replay()
+        torch.cuda.synchronize()
+        for got, x in zip(out, static):
+            torch.testing.assert_close(got, torch.clamp(x, -0.5, 0.25), rtol=0, atol=0)
 
 
 # ---- argument checks that need two devices ---------------------------------------------------------------------------

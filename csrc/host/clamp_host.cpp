@@ -9,7 +9,7 @@
 #include <ATen/native/TypeProperties.h>
 
 #include "tensorops/checks.h"
-#include "tensorops/math.h"
+#include "tensorops/math/clamp.h"
 
 namespace tensorops {
 namespace clamp_host {
