@@ -1,8 +1,9 @@
 """Where tiny inputs should run native torch: ``python -m benchmarks.crossover [--load N] [--write]``.
 
 For each op whose eager entry point has a native route (clamp with number bounds, clamp with (1, C, 1, 1)
-tensor bounds), times native torch and the tensorops kernel (``tensorops._C.clamp_fast(..., native_below=0)``,
-the lean entry forced onto the kernel) interleaved over growing float32 inputs (1, 3, s, s) (the fastest of the rounds: per-call overhead is CPU
+tensor bounds, and clamp's forward + backward through autograd with every input requiring grad), times native
+torch and the tensorops kernel (``tensorops._C.clamp_fast(..., native_below=0)``, the lean entry forced onto
+the kernel; for the autograd kind the Python wrapper's crossover set to 0) interleaved over growing float32 inputs (1, 3, s, s) (the fastest of the rounds: per-call overhead is CPU
 work that other processes only add to), and finds the crossover: the smallest measured size from which the kernel is at least as fast as torch at every larger
 size. Inputs with fewer elements run torch (the same values: tensorops.clamp reproduces torch.clamp).
 ``--write`` regenerates csrc/include/tensorops/crossover.h from the result (rebuild afterwards); the JSON
@@ -25,6 +26,7 @@ from benchmarks.load import BusyLoad, save_json
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADER = os.path.join(REPO, "csrc", "include", "tensorops", "crossover.h")
 SIDES = [4, 6, 8, 12, 16, 24, 32, 48, 64]  # (1, 3, s, s): 48 ... 12,288 elements
+KINDS = ("clamp_scalar", "clamp", "clamp_grad")
 
 
 def _per_call(fn, number: int) -> float:
@@ -34,27 +36,51 @@ def _per_call(fn, number: int) -> float:
     return (time.perf_counter() - t0) / number
 
 
-def sweep(kind: str, rounds: int) -> List[Dict[str, Any]]:
+def _pair(kind: str, s: int):
+    """(native, kernel) callables for one size of one kind."""
+    import importlib
+
     import tensorops
 
-    fast = tensorops._extension._C.clamp_fast
+    x = torch.randn(1, 3, s, s)
+    lo, hi = torch.full((1, 3, 1, 1), -0.5), torch.full((1, 3, 1, 1), 0.5)
+    if kind == "clamp_scalar":
+        lo, hi = -0.5, 0.5
+    if kind != "clamp_grad":
+        fast = tensorops._extension._C.clamp_fast
+        return (lambda: torch.clamp(x, lo, hi)), (lambda: fast(x, lo, hi, 0))
+    # forward + backward through autograd, every input requiring grad (the clamp_fwd_bwd benchmark row); the
+    # kernel route is forced by setting the Python wrapper's crossover to 0
+    module = importlib.import_module("tensorops.clamp")
+    inputs = (x.requires_grad_(), lo.requires_grad_(), hi.requires_grad_())
+    g = torch.randn(1, 3, s, s)
+
+    def kernel():
+        saved, module._GRAD_NATIVE_BELOW = module._GRAD_NATIVE_BELOW, 0
+        try:
+            return torch.autograd.grad(tensorops.clamp(*inputs), inputs, g)
+        finally:
+            module._GRAD_NATIVE_BELOW = saved
+
+    return (lambda: torch.autograd.grad(torch.clamp(*inputs), inputs, g)), kernel
+
+
+def sweep(kind: str, rounds: int) -> List[Dict[str, Any]]:
     rows = []
     for s in SIDES:
-        x = torch.randn(1, 3, s, s)
-        if kind == "clamp":
-            lo, hi = torch.full((1, 3, 1, 1), -0.5), torch.full((1, 3, 1, 1), 0.5)
+        native, kernel = _pair(kind, s)
+        a, b = native(), kernel()
+        if kind == "clamp_grad":  # gradients of the bounds are sums: torch's order may differ in the last bits
+            torch.testing.assert_close(a, b)
         else:
-            lo, hi = -0.5, 0.5
-        native = lambda: torch.clamp(x, lo, hi)  # noqa: E731
-        kernel = lambda: fast(x, lo, hi, 0)  # noqa: E731
-        assert torch.equal(native(), kernel())
+            assert torch.equal(a, b)
         number = max(50, int(2e-3 / max(_per_call(kernel, 50), 1e-8)))
         tn, tk = [], []
         for _ in range(rounds):
             tn.append(_per_call(native, number))
             tk.append(_per_call(kernel, number))
         # the fastest round: per-call overhead is CPU work, and other processes only ever add to it
-        rows.append({"shape": [1, 3, s, s], "numel": x.numel(), "torch_s": min(tn), "kernel_s": min(tk),
+        rows.append({"shape": [1, 3, s, s], "numel": 3 * s * s, "torch_s": min(tn), "kernel_s": min(tk),
                      "torch_median_s": statistics.median(tn), "kernel_median_s": statistics.median(tk)})
     return rows
 
@@ -81,6 +107,8 @@ namespace tensorops {{
 namespace crossover {{
 constexpr int64_t kClampScalarNativeBelow = {c['clamp_scalar']};
 constexpr int64_t kClampTensorNativeBelow = {c['clamp']};
+// forward + backward through autograd (tensor bounds, gradients wanted): the Python wrapper runs torch.clamp
+constexpr int64_t kClampGradNativeBelow = {c['clamp_grad']};
 }}  // namespace crossover
 }}  // namespace tensorops
 """
@@ -98,7 +126,7 @@ def main(argv=None) -> int:
     from benchmarks.machine import cpu_model
 
     with BusyLoad(args.load, 900) as busy:
-        rows = {k: sweep(k, args.rounds) for k in ("clamp_scalar", "clamp")}
+        rows = {k: sweep(k, args.rounds) for k in KINDS}
         load = busy.describe()
     result = {
         "machine": f"{cpu_model()} x{os.cpu_count()}", "torch": torch.__version__, "threads": torch.get_num_threads(),

@@ -82,6 +82,7 @@ PyObject* split_fast(PyObject*, PyObject*);
 PyObject* normalize_fast(PyObject*, PyObject*);
 PyObject* clamp_fast(PyObject*, PyObject*);
 PyObject* native_below(PyObject*, PyObject*);
+PyObject* parallel_stats(PyObject*, PyObject*);
 }  // namespace tensorops
 
 // ----- build information ----------------------------------------------------------------------------------
@@ -113,6 +114,8 @@ PyMethodDef methods[] = {
      "tensors and numbers (torch.clamp for fewer elements than native_below, default: crossover.h), else None."},
     {"native_below", tensorops::native_below, METH_NOARGS,
      "native_below(): the element counts below which clamp_fast runs torch.clamp (csrc/include/tensorops/crossover.h)."},
+    {"parallel_stats", tensorops::parallel_stats, METH_NOARGS,
+     "parallel_stats(): what the CPU thread policy (csrc/include/tensorops/parallel.h) decided in this process."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -20,6 +20,7 @@ __all__ = ["cat", "split"]
 _C = _extension._C
 _FAST_CAT = getattr(_C, "cat_fast", None)
 _FAST_SPLIT = getattr(_C, "split_fast", None)
+_is_compiling = torch.compiler.is_compiling  # bound once: torch.compile traces it as True, eager pays one call
 
 
 # What the kernels cover: every dtype (they copy bytes), strided non-quantized tensors, on a device with kernels
@@ -72,7 +73,7 @@ def cat(
     if out is not None:
         return torch.cat(_checks.tensor_list(tensors, _NOT_A_LIST, _NOT_A_TENSOR), dim, out=out)
     # the C entry point itself leaves torch.func transforms, subclasses and grad to torch.ops; not forward AD
-    if _FAST_CAT is not None and _fwAD._current_level < 0 and not torch.compiler.is_compiling():
+    if _FAST_CAT is not None and _fwAD._current_level < 0 and not _is_compiling():
         result = _FAST_CAT(tensors, dim)  # plain tensors that need no gradient; None: not handled there
         if result is not None:
             return result
@@ -119,16 +120,17 @@ def split(
         >>> [p.tolist() for p in tensorops.split(x, [2, 3], dim=1)]
         [[[0, 1], [5, 6]], [[2, 3, 4], [7, 8, 9]]]
     """
+    if out is None and _FAST_SPLIT is not None and _fwAD._current_level < 0 and not _is_compiling():
+        # plain tensors that need no gradient, exact ints: the whole call in C; None: anything else, and errors
+        result = _FAST_SPLIT(tensor, split_size_or_sections, dim)
+        if result is not None:
+            return result
     dim = _checks.int_dim("split", dim)
     sizes, wdim = _checks.split_sizes(tensor, split_size_or_sections, dim)
     if out is not None:
         if isinstance(out, torch.Tensor) or not isinstance(out, (list, tuple)):
             raise TypeError(f"{where('split')}out must be a list of Tensors, got {type(out).__name__}")
         return torch.split_with_sizes_copy(tensor, sizes, wdim, out=list(out))
-    if _FAST_SPLIT is not None and _fwAD._current_level < 0 and not torch.compiler.is_compiling():
-        result = _FAST_SPLIT(tensor, sizes, wdim)
-        if result is not None:
-            return result
     if KERNELS.cover(tensor):
         return _run_split(tensor, sizes, wdim)
     return reference.split(tensor, sizes, wdim)

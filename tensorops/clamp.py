@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Optional, Tuple, Union
 
 import torch
+import torch.autograd.forward_ad as _fwAD
 
 from tensorops import _extension, _routing, reference
 from tensorops._checks import check_bound, no_bounds, where
@@ -14,6 +15,11 @@ __all__ = ["clamp", "clamp_"]
 Bound = Union[None, bool, int, float, torch.Tensor]
 # The lean C++ entry for plain tensors and number bounds (None: not handled there; see csrc/cpu/py_entry.cpp)
 _FAST_CLAMP = getattr(_extension._C, "clamp_fast", None)
+_is_compiling = torch.compiler.is_compiling  # bound once: torch.compile traces it as True, eager pays one call
+# Tensor bounds through autograd below this many input elements: torch.clamp's own autograd costs less than the
+# op's Function (measured by `python -m benchmarks.crossover`, compiled into crossover.h). Tests set it to 0 to
+# run the kernels on tiny inputs too.
+_GRAD_NATIVE_BELOW = int(_extension._C.native_below().get("clamp_grad", 0)) if _FAST_CLAMP is not None else 0
 
 # What the kernels cover: these dtypes (of input and tensor bounds; anything else, uint16/32/64, float8...,
 # runs through native torch), on input's device, read through an iteration plan (at most max_kernel_dims dims)
@@ -122,8 +128,7 @@ def clamp(
         >>> tensorops.clamp(torch.tensor([0, 5, 10]), max=7.5)
         tensor([0.0000, 5.0000, 7.5000])
     """
-    if _FAST_CLAMP is not None and out is None and not _extension.forward_ad_active() \
-            and not torch.compiler.is_compiling():
+    if out is None and _FAST_CLAMP is not None and _fwAD._current_level < 0 and not _is_compiling():
         try:  # plain tensors, no gradient, no transform; None: not handled there
             result = _FAST_CLAMP(input, min, max)
         except RuntimeError:
@@ -139,6 +144,8 @@ def clamp(
         return torch.clamp(input, min, max, out=out)
     if not _kernels(input, min, max):
         return reference.clamp(input, min, max)
+    if tensors and input.numel() < _GRAD_NATIVE_BELOW and _extension.plain_eager():
+        return torch.clamp(input, min, max)  # tiny, through autograd: see _GRAD_NATIVE_BELOW
     op = torch.ops.tensorops.clamp.default if tensors else torch.ops.tensorops.clamp_scalar.default
     return _routing.call(op, _Clamp if tensors else _ClampScalar, (input, min, max))
 

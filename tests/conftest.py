@@ -1,6 +1,7 @@
 """Shared test fixtures: device parametrization and the marks that skip CUDA cases without a GPU."""
 from __future__ import annotations
 
+import importlib
 import os
 
 import pytest
@@ -37,6 +38,15 @@ DEVICES = ["cpu", CUDA_PARAM]
 @pytest.fixture(params=DEVICES)
 def device(request) -> str:
     return request.param
+
+
+@pytest.fixture(autouse=True)
+def clamp_kernels_through_autograd_at_every_size(request, monkeypatch):
+    """Tests run clamp's kernels through autograd on tiny inputs too: the wrapper's measured crossover
+    (crossover.h kClampGradNativeBelow, below which it runs torch.clamp) is set to 0 for every test, unless the test
+    is marked ``native_crossovers`` (the tests of the crossover route themselves)."""
+    if request.node.get_closest_marker("native_crossovers") is None:
+        monkeypatch.setattr(importlib.import_module("tensorops.clamp"), "_GRAD_NATIVE_BELOW", 0)
 
 
 def pytest_report_header(config):

@@ -27,7 +27,7 @@ def _bounds(c: int):
 
 def test_crossovers_are_what_the_build_uses():
     below = _C().native_below()
-    assert set(below) == {"clamp", "clamp_scalar"} and all(v >= 0 for v in below.values())
+    assert set(below) == {"clamp", "clamp_scalar", "clamp_grad"} and all(v >= 0 for v in below.values())
 
 
 @pytest.mark.parametrize("side", [2, 8, 40])
@@ -141,3 +141,76 @@ def test_results_do_not_depend_on_the_threads_granted(threads):
         torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
     finally:
         torch.set_num_threads(old)
+
+
+@pytest.mark.parametrize("spec, dim", [(3, 0), (3, -1), ([1, 0, 4], 1), ((2, 3), -1), (5, 1), (10, 0)])
+def test_split_lean_entry_takes_the_users_arguments(spec, dim):
+    # the C entry takes split_size_or_sections and dim as given (an int or exact ints, a negative dim)
+    x = torch.randn(5, 5)
+    pieces = _C().split_fast(x, spec, dim)
+    assert pieces is not None
+    sizes = [p.shape[dim] for p in torch.split(x, spec, dim)]
+    expected = torch.split_with_sizes_copy(x, sizes, dim)
+    assert len(pieces) == len(expected)
+    for p, e in zip(pieces, expected):
+        _exact(p, e)
+
+
+@pytest.mark.parametrize("spec, dim", [(0, 0), (-1, 0), ([2, 2], 0), ([6, -1], 0), ([2, 3.0], 0), (2, 2), (2, -3),
+                                       (True, 0), (2, True), ([True, 4], 0)])
+def test_split_lean_entry_leaves_what_is_wrong_or_unusual_to_the_wrapper(spec, dim):
+    x = torch.randn(5, 5)
+    assert _C().split_fast(x, spec, dim) is None
+    try:
+        expected = torch.split(x, spec, dim)
+    except Exception as e:  # the wrapper raises torch's error type
+        with pytest.raises(type(e)):
+            tensorops.split(x, spec, dim)
+    else:
+        sizes = [p.shape[dim] for p in expected]
+        for p, e in zip(tensorops.split(x, spec, dim), torch.split_with_sizes_copy(x, sizes, dim)):
+            _exact(p, e)
+
+
+def test_one_intra_op_thread_never_goes_parallel():
+    # DataLoader workers run with one thread: no pass may wake a thread, whatever its size
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        before = _C().parallel_stats()
+        x = torch.randn(64, 3, 64, 64)  # 6 MB of traffic, far above kParallelMinBytes
+        tensorops.clamp(x, -0.5, 0.5)
+        tensorops.cat([x, x])
+        after = _C().parallel_stats()
+    finally:
+        torch.set_num_threads(old)
+    assert after["parallel_passes"] == before["parallel_passes"] and after["probes"] == before["probes"]
+
+
+def test_parallel_passes_are_counted_where_threads_exist():
+    if torch.get_num_threads() < 2:
+        pytest.skip("torch has one intra-op thread here: nothing is ever parallel")
+    before = _C().parallel_stats()
+    x = torch.randn(64, 3, 64, 64)
+    tensorops.clamp(x, -0.5, 0.5)
+    after = _C().parallel_stats()
+    decided = sum(after[k] - before[k] for k in ("parallel_passes", "serial_by_wait", "probes"))
+    assert decided == 1 and after["recent_wait_ns"] >= 0
+
+
+@pytest.mark.native_crossovers
+@pytest.mark.parametrize("side", [2, 8, 64])
+def test_clamp_through_autograd_native_below_its_crossover_kernel_above(side):
+    # below kClampGradNativeBelow the wrapper runs torch.clamp (its autograd is cheaper there), above it the
+    # op's Function and kernels; the gradients are torch's either way
+    x = torch.randn(1, 3, side, side, requires_grad=True)
+    lo, hi = (b.clone().requires_grad_() for b in _bounds(3))
+    g = torch.randn(1, 3, side, side)
+    (out, grads), names = kernel_ran(lambda: (lambda y: (y, torch.autograd.grad(y, (x, lo, hi), g)))(
+        tensorops.clamp(x, lo, hi)))
+    expected = torch.clamp(x, lo, hi)
+    _exact(out, expected)
+    for a, b in zip(grads, torch.autograd.grad(expected, (x, lo, hi), g)):
+        torch.testing.assert_close(a, b)
+    below = x.numel() < _C().native_below()["clamp_grad"]
+    assert ("tensorops::clamp" in names) != below, names

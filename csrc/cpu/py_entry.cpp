@@ -24,6 +24,7 @@
 
 #include "py_entry.h"
 #include "tensorops/crossover.h"
+#include "tensorops/parallel.h"
 
 namespace tensorops {
 namespace {
@@ -277,25 +278,50 @@ PyObject* cat_fast(PyObject* /*self*/, PyObject* args) {
   END_HANDLE_TH_ERRORS
 }
 
-// split_fast(input: Tensor, sizes: list[int], dim: int) -> tuple[Tensor, ...] | None.
+// split_fast(input: Tensor, split_size_or_sections: int | list[int] | tuple[int], dim: int)
+//   -> tuple[Tensor, ...] | None. The arguments as the user gave them (dim may be negative); anything unusual or
+// wrong (other types, a dim out of range, negative sizes, sizes that do not add up) returns None, and the Python
+// wrapper's checks raise torch's error.
 PyObject* split_fast(PyObject* /*self*/, PyObject* args) {
   HANDLE_TH_ERRORS
   PyObject* obj = nullptr;
-  PyObject* seq = nullptr;
-  long long dim = 0;
-  if (!PyArg_ParseTuple(args, "OOL", &obj, &seq, &dim)) return nullptr;
-  if (!(PyList_CheckExact(seq) || PyTuple_CheckExact(seq)) || !tls_is_plain()) Py_RETURN_NONE;
+  PyObject* spec = nullptr;
+  PyObject* dim_obj = nullptr;
+  if (!PyArg_UnpackTuple(args, "split_fast", 3, 3, &obj, &spec, &dim_obj)) return nullptr;
+  if (!PyLong_CheckExact(dim_obj) || !tls_is_plain()) Py_RETURN_NONE;
   const at::Tensor* input = nullptr;
   if (!plain(obj, at::GradMode::is_enabled(), &input)) Py_RETURN_NONE;
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-  PyObject** items = PySequence_Fast_ITEMS(seq);
+  const int64_t ndim = input->dim();
+  long long dim = PyLong_AsLongLong(dim_obj);
+  if (dim == -1 && PyErr_Occurred()) return nullptr;
+  if (ndim == 0 || dim < -ndim || dim >= ndim) Py_RETURN_NONE;
+  if (dim < 0) dim += ndim;
+  const int64_t dim_size = input->size(dim);
   std::vector<c10::SymInt> sizes;
-  sizes.reserve(static_cast<size_t>(n));
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    if (!PyLong_CheckExact(items[i])) Py_RETURN_NONE;
-    const long long v = PyLong_AsLongLong(items[i]);
-    if (v == -1 && PyErr_Occurred()) return nullptr;
-    sizes.emplace_back(static_cast<int64_t>(v));
+  if (PyLong_CheckExact(spec)) {  // chunks of this size, a smaller last one (torch.split)
+    const long long size = PyLong_AsLongLong(spec);
+    if (size == -1 && PyErr_Occurred()) return nullptr;
+    if (size <= 0) Py_RETURN_NONE;
+    const int64_t count = std::max<int64_t>((dim_size + size - 1) / size, 1);
+    sizes.reserve(static_cast<size_t>(count));
+    for (int64_t i = 0; i + 1 < count; ++i) sizes.emplace_back(static_cast<int64_t>(size));
+    sizes.emplace_back(dim_size - static_cast<int64_t>(size) * (count - 1));
+  } else if (PyList_CheckExact(spec) || PyTuple_CheckExact(spec)) {
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(spec);
+    PyObject** items = PySequence_Fast_ITEMS(spec);
+    sizes.reserve(static_cast<size_t>(n));
+    int64_t sum = 0;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      if (!PyLong_CheckExact(items[i])) Py_RETURN_NONE;
+      const long long v = PyLong_AsLongLong(items[i]);
+      if (v == -1 && PyErr_Occurred()) return nullptr;
+      if (v < 0 || v > dim_size) Py_RETURN_NONE;
+      sum += v;
+      sizes.emplace_back(static_cast<int64_t>(v));
+    }
+    if (sum != dim_size) Py_RETURN_NONE;
+  } else {
+    Py_RETURN_NONE;
   }
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("tensorops::split", "")
@@ -318,9 +344,21 @@ PyObject* split_fast(PyObject* /*self*/, PyObject* args) {
   END_HANDLE_TH_ERRORS
 }
 
-// native_below() -> {"clamp_scalar": n, "clamp": n}: the crossover.h numbers this build uses.
+// native_below() -> {"clamp_scalar": n, "clamp": n, "clamp_grad": n}: the crossover.h numbers this build uses.
 PyObject* native_below(PyObject* /*self*/, PyObject* /*args*/) {
-  return Py_BuildValue("{s:L,s:L}", "clamp_scalar", static_cast<long long>(crossover::kClampScalarNativeBelow),
-                       "clamp", static_cast<long long>(crossover::kClampTensorNativeBelow));
+  return Py_BuildValue("{s:L,s:L,s:L}", "clamp_scalar", static_cast<long long>(crossover::kClampScalarNativeBelow),
+                       "clamp", static_cast<long long>(crossover::kClampTensorNativeBelow), "clamp_grad",
+                       static_cast<long long>(crossover::kClampGradNativeBelow));
+}
+
+// parallel_stats() -> dict: what parallel.h's policy decided in this process (counts since start, the recent
+// wait it goes by, the current probe gap), for the benchmarks' JSON and the tests.
+PyObject* parallel_stats(PyObject* /*self*/, PyObject* /*args*/) {
+  parallel_detail::State& s = parallel_detail::state();
+  auto get = [](const std::atomic<int64_t>& a) { return static_cast<long long>(a.load(std::memory_order_relaxed)); };
+  return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L}", "parallel_passes", get(s.parallel_passes), "serial_by_wait",
+                       get(s.serial_by_wait), "probes", get(s.probes), "long_waits", get(s.long_waits),
+                       "recent_wait_ns", static_cast<long long>(parallel_detail::recent_wait()), "probe_gap_ns",
+                       get(s.probe_gap_ns));
 }
 }  // namespace tensorops

@@ -22,16 +22,23 @@
 // 2. Above it, threads are used only while they have recently paid off: each parallel region measures how
 //    long the caller waited at its end for the other threads (the price above), and a pass goes parallel only
 //    when its estimated single-thread time (bytes / kSerialBytesPerNs, the measured single-thread rate) is at
-//    least kWaitFactor times the recent wait. After a region with a long wait, passes run on the caller's
-//    thread; a pass still goes parallel now and then (probe, at most once per kProbeMinGapNs, backing off to
-//    kProbeMaxGapNs while the waits stay long) to notice that the machine is quiet again: each short wait
-//    divides the estimate by 4, a long one sets it again, so a loaded machine's occasional lucky probe (a
-//    worker thread still spinning from the last region) does not bring threads back for good.
+//    least kWaitFactor times the recent wait: the median of the last three, so that it takes two long waits
+//    out of three to send passes to one thread (one hiccup of a quiet machine does not) and two short ones to
+//    bring threads back (one lucky probe of a loaded machine, a worker still spinning, does not). While the
+//    recent wait is long, passes run on the caller's thread, and one goes parallel now and then (a probe, at
+//    most once per kProbeMinGapNs, backing off to kProbeMaxGapNs while the waits stay long) to notice that the
+//    machine is quiet again.
+//    Tried instead and measured worse (2026-12-02, `--load 2`): a team of tensorops' own helper threads that
+//    claim 128 KB chunks from a shared counter, so that the caller never waits for a helper that has not
+//    started. Under load it was slower than one thread (clamp (1,3,1,1) 1.57 vs 1.00 ms, normalize 1.71 vs
+//    1.29 ms, stack of 8 images 0.36 vs 0.14 ms): a woken helper shares the caller's core or makes it wait for
+//    its last chunk, and when quiet it was slower than torch's spinning OpenMP threads.
 //
 // With one intra-op thread (torch.set_num_threads(1), which DataLoader workers set) or inside another
 // parallel region nothing is parallel and no thread is woken. Work that runs on one thread gets one slot
 // (threads_for() == 1), so per-thread buffers are sized by the decision, not by the thread count.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -51,10 +58,19 @@ constexpr int64_t kProbeMinGapNs = 100'000'000;   // 100 ms
 constexpr int64_t kProbeMaxGapNs = 2'000'000'000;  // 2 s
 
 namespace parallel_detail {
+// A wait longer than this counts against threads; shorter ones count for them.
+constexpr int64_t kQuietWaitNs = 200'000;
+// The policy reads the median of the last kRecentWaits waits: one hiccup on a quiet machine (a page fault
+// storm, a thread that slept) does not send passes to one thread, and one lucky probe on a loaded machine (a
+// worker still spinning from the last region) does not bring threads back.
+constexpr int kRecentWaits = 3;
 struct State {
-  std::atomic<int64_t> wait_ns{0};        // recent wait at the end of a parallel region (decaying)
+  std::atomic<int64_t> recent[kRecentWaits] = {};  // the last waits at the end of a parallel region, in ns
+  std::atomic<uint32_t> next_slot{0};
   std::atomic<int64_t> next_probe_ns{0};  // no probe before this time
   std::atomic<int64_t> probe_gap_ns{kProbeMinGapNs};
+  // what the policy decided, for benchmarks and tests (parallel_stats() in py_entry.cpp)
+  std::atomic<int64_t> parallel_passes{0}, serial_by_wait{0}, probes{0}, long_waits{0};
 };
 inline State& state() {
   static State s;
@@ -64,21 +80,24 @@ inline int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
-// A wait longer than this counts against threads; shorter ones count for them.
-constexpr int64_t kQuietWaitNs = 200'000;
+// The median of the recent waits.
+inline int64_t recent_wait() {
+  State& s = state();
+  int64_t a = s.recent[0].load(std::memory_order_relaxed), b = s.recent[1].load(std::memory_order_relaxed),
+          c = s.recent[2].load(std::memory_order_relaxed);
+  return std::max(std::min(a, b), std::min(std::max(a, b), c));
+}
 inline void record_wait(int64_t waited) {
   State& s = state();
-  const int64_t old = s.wait_ns.load(std::memory_order_relaxed);
+  const uint32_t k = s.next_slot.fetch_add(1, std::memory_order_relaxed) % kRecentWaits;
+  s.recent[k].store(waited, std::memory_order_relaxed);
   const int64_t gap = s.probe_gap_ns.load(std::memory_order_relaxed);
-  if (waited > kQuietWaitNs) {  // counts at once, and the next probe comes later
-    s.wait_ns.store(waited > old ? waited : old, std::memory_order_relaxed);
+  if (waited > kQuietWaitNs) {  // the next probe comes later
+    s.long_waits.fetch_add(1, std::memory_order_relaxed);
     s.probe_gap_ns.store(gap * 2 < kProbeMaxGapNs ? gap * 2 : kProbeMaxGapNs, std::memory_order_relaxed);
-    return;
+  } else if (recent_wait() <= kQuietWaitNs) {
+    s.probe_gap_ns.store(kProbeMinGapNs, std::memory_order_relaxed);
   }
-  // a short wait brings the estimate down by a factor 4: a few short probes in a row bring threads back
-  const int64_t now = old / 4 > waited ? old / 4 : waited;
-  s.wait_ns.store(now, std::memory_order_relaxed);
-  if (now <= kQuietWaitNs) s.probe_gap_ns.store(kProbeMinGapNs, std::memory_order_relaxed);
 }
 }  // namespace parallel_detail
 
@@ -89,13 +108,19 @@ inline int threads_for(int64_t bytes) {
   if (n <= 1 || at::in_parallel_region()) return 1;
   using namespace parallel_detail;
   State& s = state();
-  if (bytes / kSerialBytesPerNs >= kWaitFactor * s.wait_ns.load(std::memory_order_relaxed)) return n;
+  if (bytes / kSerialBytesPerNs >= kWaitFactor * recent_wait()) {
+    s.parallel_passes.fetch_add(1, std::memory_order_relaxed);
+    return n;
+  }
   // recent waits cost more than threads would save: one thread, except for an occasional probe
   const int64_t t = now_ns();
   int64_t next = s.next_probe_ns.load(std::memory_order_relaxed);
-  if (t < next) return 1;
   const int64_t gap = s.probe_gap_ns.load(std::memory_order_relaxed);
-  if (!s.next_probe_ns.compare_exchange_strong(next, t + gap, std::memory_order_relaxed)) return 1;
+  if (t < next || !s.next_probe_ns.compare_exchange_strong(next, t + gap, std::memory_order_relaxed)) {
+    s.serial_by_wait.fetch_add(1, std::memory_order_relaxed);
+    return 1;
+  }
+  s.probes.fetch_add(1, std::memory_order_relaxed);
   return n;
 }
 
