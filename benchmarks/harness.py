@@ -80,6 +80,23 @@ def collect_cases(device: torch.device, grid: str, ops: Sequence[str]) -> List[C
     return cases
 
 
+def _parallel_stats() -> Dict[str, int]:
+    """The CPU thread policy's decision counts so far (tensorops._C.parallel_stats), {} without the extension."""
+    import tensorops
+
+    c = tensorops._extension._C
+    return dict(c.parallel_stats()) if c is not None and hasattr(c, "parallel_stats") else {}
+
+
+def _stats_delta(before: Dict[str, int], after: Dict[str, int]) -> Dict[str, int]:
+    """What the policy decided during one row: counts as differences, the recent wait as it was at the end."""
+    counts = ("parallel_passes", "serial_by_wait", "probes", "long_waits")
+    out = {k: after[k] - before.get(k, 0) for k in counts if k in after}
+    if "recent_wait_ns" in after:
+        out["recent_wait_ns_after"] = after["recent_wait_ns"]
+    return out
+
+
 def run(
     devices: Sequence[str] = ("cpu",),
     grid: str = "quick",
@@ -139,12 +156,14 @@ def run(
             if bar is not None:
                 bar.set_postfix_str(f"{dev.type} {case.op} {case.case} {case.dtype} {case.layout}", refresh=False)
             over = compile_spent > budget
+            before = _parallel_stats()
             row = run_case(
                 case, dev, grid, copy, mrt, do_compile and not over,
                 compile_skip=f"compile budget of {budget:.0f} s for this grid spent" if over else "",
                 min_samples=MIN_SAMPLES[grid], rounds=ROUNDS[grid],
             )
             compile_spent += row["compile_warmup_s"] or 0.0
+            row["parallel_policy"] = _stats_delta(before, _parallel_stats())
             rows.append(row)
             gc.collect()
             if dev.type == "cuda":
