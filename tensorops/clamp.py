@@ -139,13 +139,14 @@ def clamp(
             result = None
         if result is not None:
             return result
+    if (type(min) is torch.Tensor and type(max) is torch.Tensor and type(input) is torch.Tensor and out is None
+            and input.numel() < _GRAD_NATIVE_BELOW and _extension.plain_eager()):
+        return torch.clamp(input, min, max)  # tiny, through autograd: see _GRAD_NATIVE_BELOW (torch's checks too)
     min, max, tensors = _resolve("clamp", input, min, max)
     if out is not None:
         return torch.clamp(input, min, max, out=out)
     if not _kernels(input, min, max):
         return reference.clamp(input, min, max)
-    if tensors and input.numel() < _GRAD_NATIVE_BELOW and _extension.plain_eager():
-        return torch.clamp(input, min, max)  # tiny, through autograd: see _GRAD_NATIVE_BELOW
     op = torch.ops.tensorops.clamp.default if tensors else torch.ops.tensorops.clamp_scalar.default
     return _routing.call(op, _Clamp if tensors else _ClampScalar, (input, min, max))
 

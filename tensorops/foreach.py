@@ -17,6 +17,7 @@ import torch.autograd.forward_ad as _fwAD
 from tensorops import _extension, _routing, reference
 from tensorops._checks import check_bound, no_bounds, where
 from tensorops.clamp import Bound
+from tensorops.clamp import _FAST_CLAMP, _is_compiling
 from tensorops.clamp import clamp as _clamp_tensor
 from tensorops.clamp import clamp_ as _clamp_tensor_
 
@@ -180,6 +181,13 @@ def clamp(input: Union[torch.Tensor, TensorList], min: Bound = None, max: Bound 
         >>> [o.abs().max().item() <= 1 for o in out]
         [True, True, True]
     """
+    if not kwargs and _FAST_CLAMP is not None and _fwAD._current_level < 0 and not _is_compiling():
+        try:  # the common tiny eager call, straight to the C entry (None: not handled there; a list is not)
+            result = _FAST_CLAMP(input, min, max)
+        except RuntimeError:
+            result = None  # the full path below gives the error, or torch's route for what the kernels lack
+        if result is not None:
+            return result
     if type(input) is list or type(input) is tuple:
         if kwargs:
             raise TypeError(f"{where('clamp')}a list of tensors takes no {', '.join(kwargs)} argument")

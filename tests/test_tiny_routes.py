@@ -214,3 +214,15 @@ def test_clamp_through_autograd_native_below_its_crossover_kernel_above(side):
         torch.testing.assert_close(a, b)
     below = x.numel() < _C().native_below()["clamp_grad"]
     assert ("tensorops::clamp" in names) != below, names
+
+
+@pytest.mark.native_crossovers
+def test_clamp_through_autograd_below_the_crossover_raises_torchs_errors():
+    x = torch.randn(1, 3, 4, 4, requires_grad=True)
+    lo = torch.zeros(1, 2, 1, 1, requires_grad=True)  # does not broadcast with 3 channels
+    assert x.numel() < _C().native_below()["clamp_grad"]
+    with pytest.raises(RuntimeError) as ours:
+        tensorops.clamp(x, lo, lo + 1)
+    with pytest.raises(RuntimeError) as theirs:
+        torch.clamp(x, lo, lo + 1)
+    assert str(ours.value) == str(theirs.value)
