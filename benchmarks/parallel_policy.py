@@ -5,7 +5,7 @@
   and writes every byte once, and above torch's grain of 32768 elements it runs on torch's OpenMP threads, the
   same pool tensorops' kernels use), the time with torch's threads and with one thread; the smallest size from
   which threads are at least 10% faster at every larger size is the crossover (kParallelMinBytes).
-* ``serial_bytes_per_ns``: the one-thread rate of the largest pass (kSerialBytesPerNs).
+* ``serial_bytes_per_ns``: the one-thread rate of the largest pass (the unit of kCatScanBytesPerInput).
 * ``cat_scan_bytes_per_input``: tensorops.cat of 10,000 (64,) float32 tensors on one thread, minus a copy of its
   bytes at the serial rate, per input, as bytes of copy at that rate (kCatScanBytesPerInput).
 

@@ -67,7 +67,7 @@ def test_smoke_json_has_rows_with_expected_keys(smoke):
         assert any(name.startswith("out.copy_(x)") for name in row["extras_s"])
         if tensorops.is_compiled():  # what the CPU thread policy decided during the row
             policy = row["parallel_policy"]
-            assert {"parallel_passes", "serial_by_wait", "probes", "long_waits"} <= set(policy)
+            assert {"parallel_passes", "serial_passes", "probes", "costly_regions"} <= set(policy)
             assert all(v >= 0 for v in policy.values())
     meta = data["meta"]
     for key in ("cpu_model", "cpu_count", "torch", "tensorops_build_info", "gpu_name", "grid", "wall_s"):

@@ -65,8 +65,8 @@ at::MemoryFormat suggested_format(const at::Tensor& t, int64_t tdim) {
 // ---- cat's scan ----------------------------------------------------------------------------------------------
 // Inputs from which the scan may be split over threads (tensorops/parallel.h decides), and what checking one
 // input costs, as the bytes a copy pass moves in the same time, so that the scan is weighed by the same policy
-// as every copy (benchmarks/parallel_policy.py measured ~27 ns per input on one thread: ~430 bytes at
-// kSerialBytesPerNs).
+// as every copy (benchmarks/parallel_policy.py measured ~27 ns per input on one thread: ~430 bytes at its
+// measured one-thread copy rate of ~16 bytes/ns).
 constexpr int64_t kParallelScanInputs = 2048;
 constexpr int64_t kCatScanBytesPerInput = 512;
 

@@ -19,15 +19,20 @@
 //    (other sessions' builds), so this bound is not yet confirmed by the quiet sweep of parallel_policy.py
 //    (2 threads vs 1 from 64 KB to 64 MB; the smallest size from which threads win by 10% or more), which
 //    re-measures it. In bytes, not elements, so that it means the same for uint8 and float64.
-// 2. Above it, threads are used only while they have recently paid off: each parallel region measures how
-//    long the caller waited at its end for the other threads (the price above), and a pass goes parallel only
-//    when its estimated single-thread time (bytes / kSerialBytesPerNs, the measured single-thread rate) is at
-//    least kWaitFactor times the recent wait: the median of the last three, so that it takes two long waits
-//    out of three to send passes to one thread (one hiccup of a quiet machine does not) and two short ones to
-//    bring threads back (one lucky probe of a loaded machine, a worker still spinning, does not). While the
-//    recent wait is long, passes run on the caller's thread, and one goes parallel now and then (a probe, at
-//    most once per kProbeMinGapNs, backing off to kProbeMaxGapNs while the waits stay long) to notice that the
-//    machine is quiet again.
+// 2. Above it, threads are used only while they have recently paid off. Each parallel region measures the
+//    caller's own share (from the start until thread 0 finished its part) and how long it then waited for the
+//    other threads (the price above), and records their ratio. With n threads a region beats one thread when
+//    the wait is under (n - 1) times the caller's share (the caller did 1/n of the work in its share); a pass
+//    goes parallel while the recent ratio (the median of the last three, so that one hiccup of a quiet
+//    machine or one lucky probe of a busy one changes nothing) is at most half of that: threads then save a
+//    quarter of the time or more. The ratio does not depend on the pass's size or op: a quiet machine's waits
+//    grow with the pass (one thread's share runs into page faults or starts late), a busy machine's waits are
+//    milliseconds whatever the work. While the ratio is high, passes run on the caller's thread, and one goes
+//    parallel now and then (a probe, at most once per kProbeMinGapNs, backing off to kProbeMaxGapNs while the
+//    ratios stay high) to notice that the machine is quiet again.
+//    Before (to 2026-12-02) the policy compared the absolute wait with an estimate of the pass's one-thread
+//    time: a large pass's proportional wait on a quiet machine (clip_grad_value_'s 47 MB: 0.5 ms) then kept
+//    every smaller pass after it (a stack of 8 images) on one thread at half torch's speed.
 //    Tried instead and measured worse (2026-12-02, `--load 2`): a team of tensorops' own helper threads that
 //    claim 128 KB chunks from a shared counter, so that the caller never waits for a helper that has not
 //    started. Under load it was slower than one thread (clamp (1,3,1,1) 1.57 vs 1.00 ms, normalize 1.71 vs
@@ -49,28 +54,20 @@ namespace tensorops {
 
 // (1) see above.
 constexpr int64_t kParallelMinBytes = int64_t{1} << 20;
-// Single-thread memory traffic rate of a simple pass, bytes per ns: parallel_policy.py measured 8 and 30
-// (64 MB on one thread, two loaded runs); the middle, so the estimate errs neither way by more than 2x.
-constexpr int64_t kSerialBytesPerNs = 16;
-// A pass goes parallel when its single-thread time is at least this many times the recent wait.
-constexpr int64_t kWaitFactor = 4;
 constexpr int64_t kProbeMinGapNs = 100'000'000;   // 100 ms
 constexpr int64_t kProbeMaxGapNs = 2'000'000'000;  // 2 s
 
 namespace parallel_detail {
-// A wait longer than this counts against threads; shorter ones count for them.
-constexpr int64_t kQuietWaitNs = 200'000;
-// The policy reads the median of the last kRecentWaits waits: one hiccup on a quiet machine (a page fault
-// storm, a thread that slept) does not send passes to one thread, and one lucky probe on a loaded machine (a
-// worker still spinning from the last region) does not bring threads back.
-constexpr int kRecentWaits = 3;
+// Ratios (wait / caller's share) are kept in 1/1024ths.
+constexpr int64_t kRatioOne = 1024;
+constexpr int kRecentRatios = 3;
 struct State {
-  std::atomic<int64_t> recent[kRecentWaits] = {};  // the last waits at the end of a parallel region, in ns
+  std::atomic<int64_t> recent[kRecentRatios] = {};  // the last regions' wait / caller's share, in 1/1024ths
   std::atomic<uint32_t> next_slot{0};
   std::atomic<int64_t> next_probe_ns{0};  // no probe before this time
   std::atomic<int64_t> probe_gap_ns{kProbeMinGapNs};
   // what the policy decided, for benchmarks and tests (parallel_stats() in py_entry.cpp)
-  std::atomic<int64_t> parallel_passes{0}, serial_by_wait{0}, probes{0}, long_waits{0};
+  std::atomic<int64_t> parallel_passes{0}, serial_passes{0}, probes{0}, costly_regions{0};
 };
 inline State& state() {
   static State s;
@@ -80,22 +77,25 @@ inline int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
-// The median of the recent waits.
-inline int64_t recent_wait() {
+// The median of the recent ratios.
+inline int64_t recent_ratio() {
   State& s = state();
   int64_t a = s.recent[0].load(std::memory_order_relaxed), b = s.recent[1].load(std::memory_order_relaxed),
           c = s.recent[2].load(std::memory_order_relaxed);
   return std::max(std::min(a, b), std::min(std::max(a, b), c));
 }
-inline void record_wait(int64_t waited) {
+// The highest recent ratio at which threads still pay well with n threads: half the break-even n - 1.
+inline int64_t paying_ratio(int n) { return (n - 1) * kRatioOne / 2; }
+inline void record_region(int n, int64_t share_ns, int64_t waited_ns) {
   State& s = state();
-  const uint32_t k = s.next_slot.fetch_add(1, std::memory_order_relaxed) % kRecentWaits;
-  s.recent[k].store(waited, std::memory_order_relaxed);
+  const int64_t ratio = waited_ns * kRatioOne / (share_ns > 1000 ? share_ns : 1000);
+  const uint32_t k = s.next_slot.fetch_add(1, std::memory_order_relaxed) % kRecentRatios;
+  s.recent[k].store(ratio, std::memory_order_relaxed);
   const int64_t gap = s.probe_gap_ns.load(std::memory_order_relaxed);
-  if (waited > kQuietWaitNs) {  // the next probe comes later
-    s.long_waits.fetch_add(1, std::memory_order_relaxed);
+  if (ratio > paying_ratio(n)) {  // the next probe comes later
+    s.costly_regions.fetch_add(1, std::memory_order_relaxed);
     s.probe_gap_ns.store(gap * 2 < kProbeMaxGapNs ? gap * 2 : kProbeMaxGapNs, std::memory_order_relaxed);
-  } else if (recent_wait() <= kQuietWaitNs) {
+  } else if (recent_ratio() <= paying_ratio(n)) {
     s.probe_gap_ns.store(kProbeMinGapNs, std::memory_order_relaxed);
   }
 }
@@ -108,7 +108,7 @@ inline int threads_for(int64_t bytes) {
   if (n <= 1 || at::in_parallel_region()) return 1;
   using namespace parallel_detail;
   State& s = state();
-  if (bytes / kSerialBytesPerNs >= kWaitFactor * recent_wait()) {
+  if (recent_ratio() <= paying_ratio(n)) {
     s.parallel_passes.fetch_add(1, std::memory_order_relaxed);
     return n;
   }
@@ -117,7 +117,7 @@ inline int threads_for(int64_t bytes) {
   int64_t next = s.next_probe_ns.load(std::memory_order_relaxed);
   const int64_t gap = s.probe_gap_ns.load(std::memory_order_relaxed);
   if (t < next || !s.next_probe_ns.compare_exchange_strong(next, t + gap, std::memory_order_relaxed)) {
-    s.serial_by_wait.fetch_add(1, std::memory_order_relaxed);
+    s.serial_passes.fetch_add(1, std::memory_order_relaxed);
     return 1;
   }
   s.probes.fetch_add(1, std::memory_order_relaxed);
@@ -125,7 +125,7 @@ inline int threads_for(int64_t bytes) {
 }
 
 // f(begin, end) over [begin, end): on the caller's thread when threads == 1, else split evenly over torch's
-// threads with at::parallel_for, timing the caller's wait at the end for the policy.
+// threads with at::parallel_for, timing the caller's share and its wait at the end for the policy.
 template <typename F>
 void run_on(int threads, int64_t begin, int64_t end, const F& f) {
   if (begin >= end) return;
@@ -136,12 +136,13 @@ void run_on(int threads, int64_t begin, int64_t end, const F& f) {
   using namespace parallel_detail;
   std::atomic<int64_t> caller_done{0};
   const int64_t grain = (end - begin + threads - 1) / threads;
+  const int64_t start = now_ns();
   at::parallel_for(begin, end, grain, [&](int64_t b, int64_t e) {
     f(b, e);
     if (at::get_thread_num() == 0) caller_done.store(now_ns(), std::memory_order_relaxed);
   });
   const int64_t done = caller_done.load(std::memory_order_relaxed);
-  if (done > 0) record_wait(now_ns() - done);
+  if (done > 0) record_region(threads, done - start, now_ns() - done);
 }
 
 // The slot of per-thread buffers for the current task of run_on(threads, ...): 0 when it runs on one thread.
