@@ -9,7 +9,8 @@
   replay with new values in the static inputs, for every op;
 * normalize backward with more statistics entries than the shared-memory path holds;
 * layouts that exercise the launch plans' fast divisors (many dimensions that cannot merge, inner dimensions
-  shorter than a thread's 4 elements), and normalize's vector stores from an NHWC input.
+  shorter than a thread's 4 elements), normalize's vector stores from an NHWC input, and cat/split with pieces
+  of different alignments (copy units chosen per piece).
 
 The kernels are called through torch.ops.tensorops.* so that no fallback can stand in for them.
 """
@@ -419,7 +420,7 @@ def test_normalize_backward_checks_grad_device(grad_device, input_device):
         ops.normalize_tensor_backward.default(g, x, mean, std, 1.0, [True, True, True])
 
 
-# ---- launch plans (fast divisors, stepping to neighbours), vector stores ----------------------------------------------
+# ---- launch plans (fast divisors, stepping to neighbours), vector stores, per-piece copy units ------------------------
 def _rand(shape, dtype=torch.float32, seed=0):
     gen = torch.Generator().manual_seed(seed)
     if dtype == torch.uint8:
@@ -501,3 +502,41 @@ def test_normalize_nhwc_input_to_nchw_output(shape, dtype, misaligned):
     ref = tensorops.reference.normalize(x, mean, std, dim=1, scale=1 / 255, dtype=dtype,
                                         memory_format=torch.contiguous_format)
     torch.testing.assert_close(got, ref, rtol=1e-2 if dtype == torch.bfloat16 else 1e-3, atol=1e-3)
+
+
+def _cat_cases():
+    u8 = torch.uint8
+    flat = _rand((4096 + 3,), u8, seed=20)
+    return {
+        # one long row: 16-byte pieces, an odd one, then pieces that are misaligned at the output
+        "dim0_mixed": ([_rand((4096,), u8, seed=21), _rand((17,), u8, seed=22), _rand((4096,), u8, seed=23),
+                        flat[3:]], 0),
+        # several rows: float32 columns of 4 and 1 elements
+        "dim1_float": ([_rand((33, 4), seed=24), _rand((33, 1), seed=25), _rand((33, 8), seed=26)], 1),
+        # a float16 piece that starts one element into its storage (2-byte aligned only)
+        "half_offset": ([_rand((1000,), torch.float16, seed=27), _rand((1001,), torch.float16, seed=28)[1:],
+                         _rand((8,), torch.float16, seed=29)], 0),
+        # more pieces than fit in the kernel parameters, of every alignment class
+        "many_mixed": ([_rand((k * 16 if k % 3 == 0 else k,), u8, seed=30 + k) for k in range(1, 121)], 0),
+    }
+
+
+@pytest.mark.parametrize("case", list(_cat_cases()))
+def test_cat_with_pieces_of_different_alignments(case):
+    tensors, dim = _cat_cases()[case]
+    torch.testing.assert_close(ops.cat.default(tensors, dim), torch.cat(tensors, dim), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("offset", [0, 1, 3])
+@pytest.mark.parametrize("sizes", [[1600, 7, 800, 9], [16] * 50 + [5, 11, 3] * 20, [4099, 1]],
+                         ids=["few", "many", "odd"])
+def test_split_into_pieces_of_different_alignments(offset, sizes):
+    storage = _rand((sum(sizes) + offset,), torch.uint8, seed=40)
+    x = storage[offset:]
+    got = ops.split.default(x, sizes, 0)
+    for a, b in zip(got, torch.split(x, sizes, 0)):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    x2 = _rand((6, sum(sizes[:4])), torch.uint8, seed=41)  # several rows
+    got = ops.split.default(x2, sizes[:4], 1)
+    for a, b in zip(got, torch.split(x2, sizes[:4], 1)):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
