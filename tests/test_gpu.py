@@ -540,3 +540,17 @@ def test_split_into_pieces_of_different_alignments(offset, sizes):
     got = ops.split.default(x2, sizes[:4], 1)
     for a, b in zip(got, torch.split(x2, sizes[:4], 1)):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 4095, 4096 * 8 + 3])
+@pytest.mark.parametrize("offset", [0, 1, 8])
+def test_clamp_number_bounds_contiguous_vectors(dtype, n, offset):
+    # 16-byte vectors per thread for 1- and 2-byte dtypes, a scalar tail; an offset start is not 16-byte aligned
+    storage = _rand((n + offset,), dtype, seed=n)
+    x = storage[offset:]
+    lo, hi = (10, 200) if dtype == torch.uint8 else (-1, 1) if dtype == torch.int8 else (-0.5, 0.75)
+    torch.testing.assert_close(ops.clamp_scalar.default(x, lo, hi), torch.clamp(x, lo, hi), rtol=0, atol=0)
+    y = x.clone()
+    ops.clamp_scalar_.default(y, lo, hi)
+    torch.testing.assert_close(y, torch.clamp(x, lo, hi), rtol=0, atol=0)

@@ -35,23 +35,25 @@ constexpr int64_t kSharedEntries = 2048;  // bound entries accumulated in shared
 constexpr int kWarp = 32;
 
 // ---- forward -----------------------------------------------------------------------------------------------
-// Contiguous input and output, number bounds: aligned vector loads and stores of kVec elements. No __restrict__:
-// the in-place op (clamp_scalar_) passes one pointer as both out and x.
+// Contiguous input and output, number bounds: aligned vector loads and stores of kV = vec_elems<scalar_t>()
+// elements (16 bytes for 1- to 4-byte dtypes). No __restrict__: the in-place op (clamp_scalar_) passes one pointer
+// as both out and x.
 template <typename scalar_t, typename index_t, bool HasLo, bool HasHi>
 __global__ void clamp_scalar_contig_kernel(scalar_t* out, const scalar_t* x, index_t n,
                                            typename Acc<scalar_t>::type lo, typename Acc<scalar_t>::type hi) {
   using acc_t = typename Acc<scalar_t>::type;
-  using V = cuda::Vec<scalar_t, kVec>;
+  constexpr int kV = cuda::vec_elems<scalar_t>();
+  using V = cuda::Vec<scalar_t, kV>;
   const index_t stride = static_cast<index_t>(gridDim.x) * blockDim.x;
-  const index_t nvec = n / kVec;
+  const index_t nvec = n / kV;
   for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < nvec; i += stride) {
     V v = reinterpret_cast<const V*>(x)[i];
 #pragma unroll
-    for (int j = 0; j < kVec; ++j)
+    for (int j = 0; j < kV; ++j)
       v.v[j] = static_cast<scalar_t>(math::clamp_value<acc_t, HasLo, HasHi, false>(static_cast<acc_t>(v.v[j]), lo, hi));
     reinterpret_cast<V*>(out)[i] = v;
   }
-  for (index_t i = nvec * kVec + static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+  for (index_t i = nvec * kV + static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     out[i] = static_cast<scalar_t>(math::clamp_value<acc_t, HasLo, HasHi, false>(static_cast<acc_t>(x[i]), lo, hi));
 }
 
@@ -127,12 +129,13 @@ at::Tensor clamp_scalar_impl(const at::Tensor& inplace, const at::Tensor& input,
     const scalar_t* x = f.x.const_data_ptr<scalar_t>();
     const int64_t n = f.out.numel();
     // dense and laid out alike (contiguous, channels_last, ...): one flat array for both
+    constexpr int kV = cuda::vec_elems<scalar_t>();
     const bool contiguous = f.out.is_non_overlapping_and_dense() && f.out.strides() == f.x.strides() &&
-                            cuda::aligned_to(out, sizeof(scalar_t) * kVec) && cuda::aligned_to(x, sizeof(scalar_t) * kVec);
+                            cuda::aligned_to(out, sizeof(scalar_t) * kV) && cuda::aligned_to(x, sizeof(scalar_t) * kV);
     either_switch(min.has_value(), max.has_value(), [&]<bool L, bool H>() {
       if (contiguous) {
         const auto stream = c10::cuda::getCurrentCUDAStream();
-        cuda::launch_indexed(n, static_cast<int64_t>(kThreads) * kVec, [&](auto index_tag, unsigned int blocks) {
+        cuda::launch_indexed(n, static_cast<int64_t>(kThreads) * kV, [&](auto index_tag, unsigned int blocks) {
           using index_t = decltype(index_tag);
           clamp_scalar_contig_kernel<scalar_t, index_t, L, H>
               <<<blocks, kThreads, 0, stream>>>(out, x, static_cast<index_t>(n), lo, hi);
