@@ -103,17 +103,20 @@ int main() {
 """
 
 
-@pytest.fixture(scope="module")
-def probe(tmp_path_factory):
+# the host's 64-bit multiply-high: the compiler's 128-bit integers, and the portable fallback (MSVC has no
+# unsigned __int128); the GPU uses __umul64hi
+@pytest.fixture(scope="module", params=["int128", "portable"])
+def probe(request, tmp_path_factory):
     cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
     if cxx is None:
         pytest.skip("needs a C++ compiler to build the fast-divide probe")
     from torch.utils.cpp_extension import include_paths  # plan.h includes c10 headers (header-only parts)
 
-    d = tmp_path_factory.mktemp("fast_divide")
+    d = tmp_path_factory.mktemp(f"fast_divide_{request.param}")
     (d / "probe.cpp").write_text(PROGRAM)
     includes = [f"-I{HEADER_DIR}"] + [f"-I{p}" for p in include_paths()]
-    subprocess.run([cxx, "-std=c++17", "-O2", *includes, str(d / "probe.cpp"), "-o", str(d / "probe")],
+    defines = ["-DTENSOROPS_NO_INT128"] if request.param == "portable" else []
+    subprocess.run([cxx, "-std=c++17", "-O2", *defines, *includes, str(d / "probe.cpp"), "-o", str(d / "probe")],
                    check=True, capture_output=True, text=True)
 
     def run(text: str) -> list[list[int]]:

@@ -31,9 +31,9 @@ TENSOROPS_HD uint32_t mulhi(uint32_t a, uint32_t b) {
 TENSOROPS_HD uint64_t mulhi(uint64_t a, uint64_t b) {
 #if defined(__CUDA_ARCH__)
   return __umul64hi(a, b);
-#elif defined(__SIZEOF_INT128__)
+#elif defined(__SIZEOF_INT128__) && !defined(TENSOROPS_NO_INT128)
   return static_cast<uint64_t>((static_cast<unsigned __int128>(a) * b) >> 64);
-#else
+#else  // portable (MSVC, ...): four 32 x 32-bit products (TENSOROPS_NO_INT128 selects it for the tests)
   const uint64_t a_lo = a & 0xffffffffu, a_hi = a >> 32, b_lo = b & 0xffffffffu, b_hi = b >> 32;
   const uint64_t lo_lo = a_lo * b_lo, hi_lo = a_hi * b_lo, lo_hi = a_lo * b_hi, hi_hi = a_hi * b_hi;
   const uint64_t mid = (lo_lo >> 32) + (hi_lo & 0xffffffffu) + lo_hi;
