@@ -432,15 +432,16 @@ MANY_DIMS = (3, 5, 2, 7, 3, 2, 5, 3)  # 18,900 elements
 MANY_PERM = (7, 2, 5, 0, 3, 6, 1, 4)  # no two neighbours merge: an 8-dimension plan, every size a divisor
 
 
-def _layouts():
-    # (input, the dim that per-channel operands vary along). Inputs with gaps between their dimensions, so that
-    # the plan cannot merge them (the outputs are dense).
-    every_other = tuple(slice(None, None, 2) for _ in MANY_DIMS)
-    many = _rand(tuple(2 * s for s in MANY_DIMS), seed=3)[every_other].permute(MANY_PERM)
-    inner3 = _rand((1001, 8), seed=4)[:, 1:7:2]  # inner plan dimension 3: shorter than a thread's 4 elements
-    inner5 = _rand((77, 3, 11), seed=5)[:, :, :10:2]
-    odd = _rand((7, 13, 11), seed=6)[:, 1:, ::2]  # odd sizes, three dimensions
-    return {"many_dims": (many, 1), "inner3": (inner3, 1), "inner5": (inner5, 2), "odd_slice": (odd, 0)}
+# (input, the dim that per-channel operands vary along), built when a test runs (no GPU work at collection).
+# Inputs with gaps between their dimensions, so that the plan cannot merge them (the outputs are dense).
+LAYOUTS = {
+    "many_dims": lambda: (_rand(tuple(2 * s for s in MANY_DIMS), seed=3)[tuple(slice(None, None, 2) for _ in
+                                                                            MANY_DIMS)].permute(MANY_PERM), 1),
+    # inner plan dimension 3: shorter than a thread's 4 elements
+    "inner3": lambda: (_rand((1001, 8), seed=4)[:, 1:7:2], 1),
+    "inner5": lambda: (_rand((77, 3, 11), seed=5)[:, :, :10:2], 2),
+    "odd_slice": lambda: (_rand((7, 13, 11), seed=6)[:, 1:, ::2], 0),  # odd sizes, three dimensions
+}
 
 
 def _stat(x, dim, seed, positive=False):
@@ -450,9 +451,9 @@ def _stat(x, dim, seed, positive=False):
     return t.abs() + 0.5 if positive else t
 
 
-@pytest.mark.parametrize("layout", list(_layouts()))
+@pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_plans_with_many_dims_and_short_inner_dims_normalize(layout):
-    x, dim = _layouts()[layout]
+    x, dim = LAYOUTS[layout]()
     xu8 = ((x * 40 + 128).clamp(0, 255)).to(torch.uint8)
     c = x.shape[dim]
     mean, std = [0.1 * k for k in range(c)], [0.5 + 0.25 * k for k in range(c)]
@@ -472,9 +473,9 @@ def test_plans_with_many_dims_and_short_inner_dims_normalize(layout):
     torch.testing.assert_close(gs, sr.grad, rtol=1e-4, atol=1e-3)
 
 
-@pytest.mark.parametrize("layout", list(_layouts()))
+@pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_plans_with_many_dims_and_short_inner_dims_clamp(layout):
-    x, dim = _layouts()[layout]
+    x, dim = LAYOUTS[layout]()
     lo, hi = _stat(x, dim, 10) - 0.5, _stat(x, dim, 11) + 0.5
     torch.testing.assert_close(ops.clamp.default(x, lo, hi), torch.clamp(x, lo, hi), rtol=0, atol=0)
     torch.testing.assert_close(ops.clamp_scalar.default(x, -0.5, 0.75), torch.clamp(x, -0.5, 0.75), rtol=0, atol=0)
@@ -504,26 +505,23 @@ def test_normalize_nhwc_input_to_nchw_output(shape, dtype, misaligned):
     torch.testing.assert_close(got, ref, rtol=1e-2 if dtype == torch.bfloat16 else 1e-3, atol=1e-3)
 
 
-def _cat_cases():
+def _cat_case(case):
     u8 = torch.uint8
-    flat = _rand((4096 + 3,), u8, seed=20)
-    return {
-        # one long row: 16-byte pieces, an odd one, then pieces that are misaligned at the output
-        "dim0_mixed": ([_rand((4096,), u8, seed=21), _rand((17,), u8, seed=22), _rand((4096,), u8, seed=23),
-                        flat[3:]], 0),
-        # several rows: float32 columns of 4 and 1 elements
-        "dim1_float": ([_rand((33, 4), seed=24), _rand((33, 1), seed=25), _rand((33, 8), seed=26)], 1),
-        # a float16 piece that starts one element into its storage (2-byte aligned only)
-        "half_offset": ([_rand((1000,), torch.float16, seed=27), _rand((1001,), torch.float16, seed=28)[1:],
-                         _rand((8,), torch.float16, seed=29)], 0),
-        # more pieces than fit in the kernel parameters, of every alignment class
-        "many_mixed": ([_rand((k * 16 if k % 3 == 0 else k,), u8, seed=30 + k) for k in range(1, 121)], 0),
-    }
+    if case == "dim0_mixed":  # one long row: 16-byte pieces, an odd one, then pieces misaligned at the output
+        return [_rand((4096,), u8, seed=21), _rand((17,), u8, seed=22), _rand((4096,), u8, seed=23),
+                _rand((4096 + 3,), u8, seed=20)[3:]], 0
+    if case == "dim1_float":  # several rows: float32 columns of 4 and 1 elements
+        return [_rand((33, 4), seed=24), _rand((33, 1), seed=25), _rand((33, 8), seed=26)], 1
+    if case == "half_offset":  # a float16 piece that starts one element into its storage (2-byte aligned only)
+        return [_rand((1000,), torch.float16, seed=27), _rand((1001,), torch.float16, seed=28)[1:],
+                _rand((8,), torch.float16, seed=29)], 0
+    # many_mixed: more pieces than fit in the kernel parameters, of every alignment class
+    return [_rand((k * 16 if k % 3 == 0 else k,), u8, seed=30 + k) for k in range(1, 121)], 0
 
 
-@pytest.mark.parametrize("case", list(_cat_cases()))
+@pytest.mark.parametrize("case", ["dim0_mixed", "dim1_float", "half_offset", "many_mixed"])
 def test_cat_with_pieces_of_different_alignments(case):
-    tensors, dim = _cat_cases()[case]
+    tensors, dim = _cat_case(case)
     torch.testing.assert_close(ops.cat.default(tensors, dim), torch.cat(tensors, dim), rtol=0, atol=0)
 
 
