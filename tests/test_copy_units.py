@@ -57,13 +57,13 @@ int main() {
       const int64_t first = (tile - g.first_tile) * tile_units;
       const int64_t count = tile_units < g.units - first ? tile_units : g.units - first;
       const int64_t V = g.unit;
-      const Location l0 = locate(g.table, first * V);
+      const Location l0 = locate(g, first * V);
       const bool contiguous = l0.run >= count * V;
       for (int64_t k = 0; k < count; ++k) {
         if (contiguous) {
           std::printf("%lld %lld %lld\n", (long long)V, (long long)(l0.src + k * V), (long long)(l0.dst + k * V));
         } else {
-          const Location l = locate(g.table, (first + k) * V);
+          const Location l = locate(g, (first + k) * V);
           std::printf("%lld %lld %lld\n", (long long)V, (long long)l.src, (long long)l.dst);
         }
       }

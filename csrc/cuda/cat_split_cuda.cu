@@ -1,7 +1,7 @@
 // cat and split on CUDA: ONE kernel launch for any number of inputs/outputs.
 //
 // The per-piece copy table of copy_table.h (addresses, row strides, prefix column offsets) travels in the kernel
-// parameters when it fits (up to 93 pieces, 98 of one unit): no host-to-device copy, and a CUDA graph captures the
+// parameters when it fits (up to 90 pieces, 97 of one unit): no host-to-device copy, and a CUDA graph captures the
 // table's values. Larger tables go to a device buffer: outside graph capture by a non-blocking copy from a
 // pinned host tensor on the current stream (the caching host allocator keeps the block until the copy ran);
 // while capturing, by small fill kernels that carry the table in their own parameters (a captured memcpy would
@@ -9,8 +9,9 @@
 // piece: V = 16 (one 16-byte vector load and store) for a piece whose addresses, row strides and width are
 // multiples of 16, else the largest power of two that divides them (down to single bytes), so one badly aligned
 // piece does not slow the others and the kernel never depends on the dtype. The table is grouped by unit
-// (copy_table.h's write_unit_groups); a unit finds its piece with locate() of copy_table.h (a binary search over
-// the prefix offsets), the same code the CPU kernel runs. All offsets are 64-bit. The checks, the output and the
+// (copy_table.h's write_unit_groups); a unit finds its row with a fast divisor and its piece with locate() of
+// copy_table.h (a binary search over the prefix offsets), the same code the CPU kernel runs. All offsets are
+// 64-bit. The checks, the output and the
 // table come from host/cat_split_host.cpp, compiled once for the CPU and CUDA ops.
 #include <algorithm>
 #include <vector>
@@ -36,7 +37,7 @@ using namespace cat_split_host;
 constexpr int64_t kTile = static_cast<int64_t>(cuda::kThreads) * cuda::kVec;
 
 // Table words passed by value: with the kernel's other arguments under the classic 4 KB parameter limit
-// (grouped_words(n, groups) = 5n + 6 * groups + 1: up to 93 pieces in 5 unit groups, 98 in one).
+// (grouped_words(n, groups) = 5n + 9 * groups + 1: up to 90 pieces in 5 unit groups, 97 in one).
 constexpr int64_t kParamWords = 496;
 struct TableParam {
   int64_t w[kParamWords];
@@ -44,11 +45,11 @@ struct TableParam {
 
 // One tile of a group whose units are U: `first` its first unit, `count` its units.
 template <typename U>
-__device__ __forceinline__ void copy_tile(const copy_table::SegmentTable& t, int64_t first, int64_t count,
+__device__ __forceinline__ void copy_tile(const copy_table::UnitGroup& g, int64_t first, int64_t count,
                                           int64_t& tile_src, int64_t& tile_dst, bool& tile_contiguous) {
   constexpr int64_t V = static_cast<int64_t>(sizeof(U));
   if (threadIdx.x == 0) {
-    const copy_table::Location l = copy_table::locate(t, first * V);
+    const copy_table::Location l = copy_table::locate(g, first * V);
     tile_contiguous = l.run >= count * V;
     tile_src = l.src;
     tile_dst = l.dst;
@@ -60,7 +61,7 @@ __device__ __forceinline__ void copy_tile(const copy_table::SegmentTable& t, int
     for (int64_t k = threadIdx.x; k < count; k += blockDim.x) dst[k] = src[k];
   } else {
     for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
-      const copy_table::Location l = copy_table::locate(t, (first + k) * V);
+      const copy_table::Location l = copy_table::locate(g, (first + k) * V);
       *reinterpret_cast<U*>(l.dst) = *reinterpret_cast<const U*>(l.src);
     }
   }
@@ -79,11 +80,11 @@ __global__ void copy_groups_kernel(TENSOROPS_GRID_CONSTANT const TableParam inli
     const int64_t first = (tile - g.first_tile) * kTile;
     const int64_t count = min(kTile, g.units - first);
     switch (g.unit) {
-      case 16: copy_tile<uint4>(g.table, first, count, tile_src, tile_dst, tile_contiguous); break;
-      case 8: copy_tile<uint2>(g.table, first, count, tile_src, tile_dst, tile_contiguous); break;
-      case 4: copy_tile<uint32_t>(g.table, first, count, tile_src, tile_dst, tile_contiguous); break;
-      case 2: copy_tile<uint16_t>(g.table, first, count, tile_src, tile_dst, tile_contiguous); break;
-      default: copy_tile<uint8_t>(g.table, first, count, tile_src, tile_dst, tile_contiguous); break;
+      case 16: copy_tile<uint4>(g, first, count, tile_src, tile_dst, tile_contiguous); break;
+      case 8: copy_tile<uint2>(g, first, count, tile_src, tile_dst, tile_contiguous); break;
+      case 4: copy_tile<uint32_t>(g, first, count, tile_src, tile_dst, tile_contiguous); break;
+      case 2: copy_tile<uint16_t>(g, first, count, tile_src, tile_dst, tile_contiguous); break;
+      default: copy_tile<uint8_t>(g, first, count, tile_src, tile_dst, tile_contiguous); break;
     }
   }
 }
