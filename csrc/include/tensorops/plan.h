@@ -159,6 +159,8 @@ Plan<N> make_plan(c10::IntArrayRef sizes, const std::array<c10::IntArrayRef, N>&
 // merged run, their original inner strides are in `pattern_strides`, and the period (C) is returned; the phase
 // of a position in a run is its output offset % period, since every outer output stride is a multiple of the
 // period (checked). Returns 0 and leaves `p` as it was otherwise.
+// The CUDA kernels do not fold: a GPU thread walks 4 elements, not a long run, and folding would trade one
+// fast-divisor digit of LaunchPlan::offsets for a modulo by the period (no saving in index math).
 template <int N>
 int64_t fold_periodic_inner(Plan<N>& p, int64_t max_period, const std::array<bool, N>& may_vary,
                             int64_t (&pattern_strides)[N]) {
