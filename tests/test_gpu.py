@@ -420,7 +420,7 @@ def test_normalize_backward_checks_grad_device(grad_device, input_device):
         ops.normalize_tensor_backward.default(g, x, mean, std, 1.0, [True, True, True])
 
 
-# ---- launch plans (fast divisors, stepping to neighbours), vector stores, per-piece copy units ------------------------
+# ---- launch plans (fast divisors, stepping to neighbours), vector stores, per-piece copy units ----------------------
 def _rand(shape, dtype=torch.float32, seed=0):
     gen = torch.Generator().manual_seed(seed)
     if dtype == torch.uint8:

@@ -61,9 +61,9 @@ __global__ void clamp_scalar_contig_kernel(scalar_t* out, const scalar_t* x, ind
 // innermost plan dimension while it lasts. Operands: 0 out, 1 x, 2 lo, 3 hi (absent bounds are not read).
 // NanBounds: tensor bounds (NaN propagates per element); number bounds come as lo_v / hi_v.
 template <typename scalar_t, typename index_t, bool HasLo, bool HasHi, bool TensorBounds>
-__global__ void clamp_strided_kernel(TENSOROPS_GRID_CONSTANT const LaunchPlan<4, index_t> p, scalar_t* out, const scalar_t* x, const scalar_t* lo,
-                                     const scalar_t* hi, typename Acc<scalar_t>::type lo_v,
-                                     typename Acc<scalar_t>::type hi_v) {
+__global__ void clamp_strided_kernel(TENSOROPS_GRID_CONSTANT const LaunchPlan<4, index_t> p, scalar_t* out,
+                                     const scalar_t* x, const scalar_t* lo, const scalar_t* hi,
+                                     typename Acc<scalar_t>::type lo_v, typename Acc<scalar_t>::type hi_v) {
   using acc_t = typename Acc<scalar_t>::type;
   const index_t n = p.numel;
   const index_t step = static_cast<index_t>(gridDim.x) * blockDim.x * kVec;
@@ -171,8 +171,8 @@ __device__ __forceinline__ void warp_accumulate(sum_t* buf, index_t k, sum_t v) 
 // atomics straight into partial[klo + khi]. Deterministic mode (want_sums false, terms_lo/terms_hi given): every
 // element's gradient term is written at its dense offset, for torch's fixed-order reductions to sum.
 template <typename scalar_t, typename sum_t, typename index_t, bool HasLo, bool HasHi, bool Shared>
-__global__ void clamp_backward_kernel(TENSOROPS_GRID_CONSTANT const LaunchPlan<5, index_t> p, scalar_t* gi, const scalar_t* g, const scalar_t* x,
-                                      const scalar_t* lo, const scalar_t* hi, int64_t klo, int64_t khi,
+__global__ void clamp_backward_kernel(TENSOROPS_GRID_CONSTANT const LaunchPlan<5, index_t> p, scalar_t* gi,
+                                      const scalar_t* g, const scalar_t* x, const scalar_t* lo, const scalar_t* hi, int64_t klo, int64_t khi,
                                       bool want_sums, sum_t* partial, sum_t* terms_lo, sum_t* terms_hi) {
   using acc_t = typename Acc<scalar_t>::type;
   extern __shared__ unsigned char smem_raw[];
@@ -236,8 +236,9 @@ __global__ void clamp_reduce_partials_kernel(const sum_t* partial, int64_t block
 
 // Number bounds: grad_input only. Operands: 0 grad_input, 1 grad, 2 x.
 template <typename scalar_t, typename index_t, bool HasLo, bool HasHi>
-__global__ void clamp_scalar_backward_kernel(TENSOROPS_GRID_CONSTANT const LaunchPlan<3, index_t> p, scalar_t* gi, const scalar_t* g, const scalar_t* x,
-                                             typename Acc<scalar_t>::type lo, typename Acc<scalar_t>::type hi) {
+__global__ void clamp_scalar_backward_kernel(TENSOROPS_GRID_CONSTANT const LaunchPlan<3, index_t> p, scalar_t* gi,
+                                             const scalar_t* g, const scalar_t* x, typename Acc<scalar_t>::type lo,
+                                             typename Acc<scalar_t>::type hi) {
   using acc_t = typename Acc<scalar_t>::type;
   const index_t n = p.numel;
   for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -298,7 +299,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> clamp_backward_cuda(const at::Ten
       cuda::launch_with(grid, [&](auto index_tag, unsigned int nblocks) {
         bool_switch(shared, [&](auto shared_tag) {
           clamp_backward_kernel<scalar_t, sum_t, decltype(index_tag), L, H, decltype(shared_tag)::value>
-              <<<nblocks, kThreads, smem, stream>>>(LaunchPlan<5, decltype(index_tag)>(p), gi, b.g.const_data_ptr<scalar_t>(), b.x.const_data_ptr<scalar_t>(),
+              <<<nblocks, kThreads, smem, stream>>>(LaunchPlan<5, decltype(index_tag)>(p), gi,
+                                                    b.g.const_data_ptr<scalar_t>(), b.x.const_data_ptr<scalar_t>(),
                                                     lp, hp, klo, khi, want_sums, pp, tlo, thi);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         });
@@ -332,7 +334,8 @@ at::Tensor clamp_scalar_backward_cuda(const at::Tensor& grad, const at::Tensor& 
     either_switch(min.has_value(), max.has_value(), [&]<bool L, bool H>() {
       cuda::launch_indexed(p, kThreads, [&](auto index_tag, unsigned int blocks) {
         clamp_scalar_backward_kernel<scalar_t, decltype(index_tag), L, H><<<blocks, kThreads, 0, stream>>>(
-            LaunchPlan<3, decltype(index_tag)>(p), b.grad_input.data_ptr<scalar_t>(), b.g.const_data_ptr<scalar_t>(), input.const_data_ptr<scalar_t>(), lo, hi);
+            LaunchPlan<3, decltype(index_tag)>(p), b.grad_input.data_ptr<scalar_t>(), b.g.const_data_ptr<scalar_t>(),
+            input.const_data_ptr<scalar_t>(), lo, hi);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       });
     });

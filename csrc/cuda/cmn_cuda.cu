@@ -1,9 +1,9 @@
 // crop_mirror_normalize on CUDA: one launch for the whole batch, one thread per output element (grid-stride,
-// 64-bit indices, divided into (n, c, i, j) with fast divisors). The per-sample table (cmn::Sample: address, strides, size, crop origin, mirror flag) travels
-// as a kernel parameter for batches up to kParamSamples images (no copy at all); a larger batch's table is
-// copied to a device buffer with an ordinary blocking copy from pageable host memory, so nothing depends on
-// when a pinned host block is reused. The value of every element comes from cmn::value (crop_mirror_normalize.h),
-// the same function the CPU kernel's fallback path calls.
+// 64-bit indices, split into (n, c, i, j) with fast divisors). The per-sample table (cmn::Sample: address,
+// strides, size, crop origin, mirror flag) travels as a kernel parameter for batches up to kParamSamples images
+// (no copy at all); a larger batch's table is copied to a device buffer with an ordinary blocking copy from
+// pageable host memory, so nothing depends on when a pinned host block is reused. The value of every element
+// comes from cmn::value (crop_mirror_normalize.h), the same function the CPU kernel's fallback path calls.
 #include <cstring>
 
 #include <ATen/ATen.h>
