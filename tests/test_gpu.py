@@ -7,7 +7,10 @@
   from run to run (the kernels then leave the sums to torch's fixed-order reductions);
 * CUDA graphs: capture, then an eager call with other tensors (another copy table, other coefficients), then a
   replay with new values in the static inputs, for every op;
-* normalize backward with more statistics entries than the shared-memory path holds.
+* normalize backward with more statistics entries than the shared-memory path holds;
+* layouts that exercise the launch plans' fast divisors (many dimensions that cannot merge, inner dimensions
+  shorter than a thread's 4 elements), normalize's vector stores from an NHWC input, and cat/split with pieces
+  of different alignments (copy units chosen per piece).
 
 The kernels are called through torch.ops.tensorops.* so that no fallback can stand in for them.
 """
@@ -127,7 +130,9 @@ def test_large_clamp_number_bounds(n, inplace, free_gpu):
 @pytest.mark.parametrize("n", SIZES)
 def test_large_clamp_number_bounds_strided(n, free_gpu):
     _need_bytes(n * 6)
-    x = _pattern_half(n - n % 2).view(2, -1).t()  # transposed: the strided kernel
+    # transposed: the strided kernel, whose plan divides by 3 (a fast divisor that is not a power of two) and
+    # whose threads step past the end of the 3-element inner dimension inside their 4 elements
+    x = _pattern_half(n - n % 3).view(3, -1).t()
     got = ops.clamp_scalar.default(x, -5.0, 7.5)
     _assert_equal_chunked(got, torch.clamp(x, -5.0, 7.5), "clamp of a transposed view")
 
@@ -413,3 +418,137 @@ def test_normalize_backward_checks_grad_device(grad_device, input_device):
     g = torch.randn(1, 3, 2, 2, device=grad_device)
     with pytest.raises((ValueError, RuntimeError), match=r"grad.* is on"):
         ops.normalize_tensor_backward.default(g, x, mean, std, 1.0, [True, True, True])
+
+
+# ---- launch plans (fast divisors, stepping to neighbours), vector stores, per-piece copy units ----------------------
+def _rand(shape, dtype=torch.float32, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    if dtype == torch.uint8:
+        return torch.randint(0, 256, shape, generator=gen, dtype=torch.uint8).cuda()
+    return torch.randn(shape, generator=gen).to(dtype).cuda()
+
+
+MANY_DIMS = (3, 5, 2, 7, 3, 2, 5, 3)  # 18,900 elements
+MANY_PERM = (7, 2, 5, 0, 3, 6, 1, 4)  # no two neighbours merge: an 8-dimension plan, every size a divisor
+
+
+# (input, the dim that per-channel operands vary along), built when a test runs (no GPU work at collection).
+# Inputs with gaps between their dimensions, so that the plan cannot merge them (the outputs are dense).
+LAYOUTS = {
+    "many_dims": lambda: (_rand(tuple(2 * s for s in MANY_DIMS), seed=3)[tuple(slice(None, None, 2) for _ in
+                                                                            MANY_DIMS)].permute(MANY_PERM), 1),
+    # inner plan dimension 3: shorter than a thread's 4 elements
+    "inner3": lambda: (_rand((1001, 8), seed=4)[:, 1:7:2], 1),
+    "inner5": lambda: (_rand((77, 3, 11), seed=5)[:, :, :10:2], 2),
+    "odd_slice": lambda: (_rand((7, 13, 11), seed=6)[:, 1:, ::2], 0),  # odd sizes, three dimensions
+}
+
+
+def _stat(x, dim, seed, positive=False):
+    shape = [1] * x.dim()
+    shape[dim] = x.shape[dim]
+    t = _rand(tuple(shape), seed=seed)
+    return t.abs() + 0.5 if positive else t
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_plans_with_many_dims_and_short_inner_dims_normalize(layout):
+    x, dim = LAYOUTS[layout]()
+    xu8 = ((x * 40 + 128).clamp(0, 255)).to(torch.uint8)
+    c = x.shape[dim]
+    mean, std = [0.1 * k for k in range(c)], [0.5 + 0.25 * k for k in range(c)]
+    for dtype in (torch.float32, torch.float16):
+        got = ops.normalize.default(xu8, mean, std, dim, 1 / 255, dtype, torch.preserve_format)
+        ref = tensorops.reference.normalize(xu8, mean, std, dim=dim, scale=1 / 255, dtype=dtype)
+        torch.testing.assert_close(got, ref, rtol=1e-3, atol=1e-3)
+    m, s = _stat(x, dim, 7), _stat(x, dim, 8, positive=True)
+    got = ops.normalize_tensor.default(x, m, s, 1.0, torch.float32, torch.preserve_format)
+    torch.testing.assert_close(got, tensorops.reference.normalize(x, m, s, dim=dim, scale=1.0, dtype=torch.float32))
+    g = _rand(tuple(x.shape), seed=9)
+    gi, gm, gs = ops.normalize_tensor_backward.default(g, x, m, s, 1.0, [True, True, True])
+    xr, mr, sr = x.clone().requires_grad_(), m.clone().requires_grad_(), s.clone().requires_grad_()
+    ((xr - mr) / sr).backward(g)
+    torch.testing.assert_close(gi, xr.grad)
+    torch.testing.assert_close(gm, mr.grad, rtol=1e-4, atol=1e-3)
+    torch.testing.assert_close(gs, sr.grad, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_plans_with_many_dims_and_short_inner_dims_clamp(layout):
+    x, dim = LAYOUTS[layout]()
+    lo, hi = _stat(x, dim, 10) - 0.5, _stat(x, dim, 11) + 0.5
+    torch.testing.assert_close(ops.clamp.default(x, lo, hi), torch.clamp(x, lo, hi), rtol=0, atol=0)
+    torch.testing.assert_close(ops.clamp_scalar.default(x, -0.5, 0.75), torch.clamp(x, -0.5, 0.75), rtol=0, atol=0)
+    g = _rand(tuple(x.shape), seed=12)
+    got = ops.clamp_backward.default(g, x, lo, hi, [True, True, True])
+    ref = tensorops.reference.clamp_backward(g, x, lo, hi, [True, True, True])
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(ops.clamp_scalar_backward.default(g, x, -0.5, 0.75),
+                               torch.where((x >= -0.5) & (x <= 0.75), g, 0), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5, 7), (1, 3, 224, 223), (3, 4, 9, 1), (1, 1, 1, 5)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("misaligned", [False, True], ids=["aligned", "offset_input"])
+def test_normalize_nhwc_input_to_nchw_output(shape, dtype, misaligned):
+    # the output is dense and walked in order, so it is stored in vectors whatever the input's layout
+    n, c, h, w = shape
+    storage = _rand((n * c * h * w + 1,), torch.uint8, seed=13)
+    start = int(misaligned)
+    x = storage[start:start + n * c * h * w].view(n, h, w, c).permute(0, 3, 1, 2)  # NHWC memory, NCHW shape
+    mean, std = [0.2 * k for k in range(c)], [0.5 + 0.1 * k for k in range(c)]
+    got = ops.normalize.default(x, mean, std, 1, 1 / 255, dtype, torch.contiguous_format)
+    assert got.is_contiguous()
+    ref = tensorops.reference.normalize(x, mean, std, dim=1, scale=1 / 255, dtype=dtype,
+                                        memory_format=torch.contiguous_format)
+    torch.testing.assert_close(got, ref, rtol=1e-2 if dtype == torch.bfloat16 else 1e-3, atol=1e-3)
+
+
+def _cat_case(case):
+    u8 = torch.uint8
+    if case == "dim0_mixed":  # one long row: 16-byte pieces, an odd one, then pieces misaligned at the output
+        return [_rand((4096,), u8, seed=21), _rand((17,), u8, seed=22), _rand((4096,), u8, seed=23),
+                _rand((4096 + 3,), u8, seed=20)[3:]], 0
+    if case == "dim1_float":  # several rows: float32 columns of 4 and 1 elements
+        return [_rand((33, 4), seed=24), _rand((33, 1), seed=25), _rand((33, 8), seed=26)], 1
+    if case == "half_offset":  # a float16 piece that starts one element into its storage (2-byte aligned only)
+        return [_rand((1000,), torch.float16, seed=27), _rand((1001,), torch.float16, seed=28)[1:],
+                _rand((8,), torch.float16, seed=29)], 0
+    # many_mixed: more pieces than fit in the kernel parameters, of every alignment class
+    return [_rand((k * 16 if k % 3 == 0 else k,), u8, seed=30 + k) for k in range(1, 121)], 0
+
+
+@pytest.mark.parametrize("case", ["dim0_mixed", "dim1_float", "half_offset", "many_mixed"])
+def test_cat_with_pieces_of_different_alignments(case):
+    tensors, dim = _cat_case(case)
+    torch.testing.assert_close(ops.cat.default(tensors, dim), torch.cat(tensors, dim), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("offset", [0, 1, 3])
+@pytest.mark.parametrize("sizes", [[1600, 7, 800, 9], [16] * 50 + [5, 11, 3] * 20, [4099, 1]],
+                         ids=["few", "many", "odd"])
+def test_split_into_pieces_of_different_alignments(offset, sizes):
+    storage = _rand((sum(sizes) + offset,), torch.uint8, seed=40)
+    x = storage[offset:]
+    got = ops.split.default(x, sizes, 0)
+    for a, b in zip(got, torch.split(x, sizes, 0)):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    x2 = _rand((6, sum(sizes[:4])), torch.uint8, seed=41)  # several rows
+    got = ops.split.default(x2, sizes[:4], 1)
+    for a, b in zip(got, torch.split(x2, sizes[:4], 1)):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 4095, 4096 * 8 + 3])
+@pytest.mark.parametrize("offset", [0, 1, 8])
+def test_clamp_number_bounds_contiguous_vectors(dtype, n, offset):
+    # 16-byte vectors per thread for 1- and 2-byte dtypes, a scalar tail; an offset start is not 16-byte aligned
+    storage = _rand((n + offset,), dtype, seed=n)
+    x = storage[offset:]
+    lo, hi = (10, 200) if dtype == torch.uint8 else (-1, 1) if dtype == torch.int8 else (-0.5, 0.75)
+    torch.testing.assert_close(ops.clamp_scalar.default(x, lo, hi), torch.clamp(x, lo, hi), rtol=0, atol=0)
+    y = x.clone()
+    ops.clamp_scalar_.default(y, lo, hi)
+    torch.testing.assert_close(y, torch.clamp(x, lo, hi), rtol=0, atol=0)

@@ -4,7 +4,8 @@
 // offset fits (64-bit otherwise).
 //
 //  * forward: one launch; a vectorized kernel for contiguous input with number bounds, otherwise a strided
-//    kernel over a Plan (bounds broadcast by 0 strides) where each thread walks kVec neighbouring elements.
+//    kernel over a LaunchPlan (plan.h: bounds broadcast by 0 strides, sizes as fast divisors) where each thread
+//    walks kVec neighbouring elements.
 //  * backward: one launch that writes grad_input and accumulates the bounds' gradient partial sums, plus one
 //    small reduction launch. Bounds with at most kSharedEntries entries (per-channel bounds, ...) accumulate in
 //    shared memory per block (warp-aggregated when a warp shares one entry), then the blocks' partials are
@@ -34,23 +35,25 @@ constexpr int64_t kSharedEntries = 2048;  // bound entries accumulated in shared
 constexpr int kWarp = 32;
 
 // ---- forward -----------------------------------------------------------------------------------------------
-// Contiguous input and output, number bounds: aligned vector loads and stores of kVec elements. No __restrict__:
-// the in-place op (clamp_scalar_) passes one pointer as both out and x.
+// Contiguous input and output, number bounds: aligned vector loads and stores of kV = vec_elems<scalar_t>()
+// elements (16 bytes for 1- to 4-byte dtypes). No __restrict__: the in-place op (clamp_scalar_) passes one pointer
+// as both out and x.
 template <typename scalar_t, typename index_t, bool HasLo, bool HasHi>
 __global__ void clamp_scalar_contig_kernel(scalar_t* out, const scalar_t* x, index_t n,
                                            typename Acc<scalar_t>::type lo, typename Acc<scalar_t>::type hi) {
   using acc_t = typename Acc<scalar_t>::type;
-  using V = cuda::Vec<scalar_t, kVec>;
+  constexpr int kV = cuda::vec_elems<scalar_t>();
+  using V = cuda::Vec<scalar_t, kV>;
   const index_t stride = static_cast<index_t>(gridDim.x) * blockDim.x;
-  const index_t nvec = n / kVec;
+  const index_t nvec = n / kV;
   for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < nvec; i += stride) {
     V v = reinterpret_cast<const V*>(x)[i];
 #pragma unroll
-    for (int j = 0; j < kVec; ++j)
+    for (int j = 0; j < kV; ++j)
       v.v[j] = static_cast<scalar_t>(math::clamp_value<acc_t, HasLo, HasHi, false>(static_cast<acc_t>(v.v[j]), lo, hi));
     reinterpret_cast<V*>(out)[i] = v;
   }
-  for (index_t i = nvec * kVec + static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+  for (index_t i = nvec * kV + static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     out[i] = static_cast<scalar_t>(math::clamp_value<acc_t, HasLo, HasHi, false>(static_cast<acc_t>(x[i]), lo, hi));
 }
 
@@ -58,30 +61,20 @@ __global__ void clamp_scalar_contig_kernel(scalar_t* out, const scalar_t* x, ind
 // innermost plan dimension while it lasts. Operands: 0 out, 1 x, 2 lo, 3 hi (absent bounds are not read).
 // NanBounds: tensor bounds (NaN propagates per element); number bounds come as lo_v / hi_v.
 template <typename scalar_t, typename index_t, bool HasLo, bool HasHi, bool TensorBounds>
-__global__ void clamp_strided_kernel(TENSOROPS_GRID_CONSTANT const Plan<4> p, scalar_t* out, const scalar_t* x, const scalar_t* lo,
-                                     const scalar_t* hi, typename Acc<scalar_t>::type lo_v,
-                                     typename Acc<scalar_t>::type hi_v) {
+__global__ void clamp_strided_kernel(TENSOROPS_GRID_CONSTANT const LaunchPlan<4, index_t> p, scalar_t* out,
+                                     const scalar_t* x, const scalar_t* lo, const scalar_t* hi,
+                                     typename Acc<scalar_t>::type lo_v, typename Acc<scalar_t>::type hi_v) {
   using acc_t = typename Acc<scalar_t>::type;
-  const index_t n = static_cast<index_t>(p.numel);
-  const index_t inner = static_cast<index_t>(p.sizes[0]);
+  const index_t n = p.numel;
   const index_t step = static_cast<index_t>(gridDim.x) * blockDim.x * kVec;
   for (index_t base = (static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec; base < n; base += step) {
     index_t off[4];
-    p.offsets<index_t>(base, off);
-    index_t col = base % inner;
+    index_t col = p.offsets(base, off);
 #pragma unroll
     for (int j = 0; j < kVec; ++j) {
       const index_t i = base + j;
       if (i >= n) break;
-      if (j > 0) {
-        if (++col == inner) {
-          col = 0;
-          p.offsets<index_t>(i, off);
-        } else {
-#pragma unroll
-          for (int k = 0; k < 4; ++k) off[k] += static_cast<index_t>(p.strides[k][0]);
-        }
-      }
+      if (j > 0) p.next(i, col, off);
       acc_t l = lo_v, h = hi_v;
       if (TensorBounds) {
         if (HasLo) l = static_cast<acc_t>(lo[off[2]]);
@@ -98,7 +91,7 @@ void launch_strided(const Plan<4>& p, scalar_t* out, const scalar_t* x, const sc
   const auto stream = c10::cuda::getCurrentCUDAStream();
   cuda::launch_indexed(p, static_cast<int64_t>(kThreads) * kVec, [&](auto index_tag, unsigned int blocks) {
     clamp_strided_kernel<scalar_t, decltype(index_tag), HasLo, HasHi, TensorBounds>
-        <<<blocks, kThreads, 0, stream>>>(p, out, x, lo, hi, lo_v, hi_v);
+        <<<blocks, kThreads, 0, stream>>>(LaunchPlan<4, decltype(index_tag)>(p), out, x, lo, hi, lo_v, hi_v);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
@@ -136,12 +129,13 @@ at::Tensor clamp_scalar_impl(const at::Tensor& inplace, const at::Tensor& input,
     const scalar_t* x = f.x.const_data_ptr<scalar_t>();
     const int64_t n = f.out.numel();
     // dense and laid out alike (contiguous, channels_last, ...): one flat array for both
+    constexpr int kV = cuda::vec_elems<scalar_t>();
     const bool contiguous = f.out.is_non_overlapping_and_dense() && f.out.strides() == f.x.strides() &&
-                            cuda::aligned_to(out, sizeof(scalar_t) * kVec) && cuda::aligned_to(x, sizeof(scalar_t) * kVec);
+                            cuda::aligned_to(out, sizeof(scalar_t) * kV) && cuda::aligned_to(x, sizeof(scalar_t) * kV);
     either_switch(min.has_value(), max.has_value(), [&]<bool L, bool H>() {
       if (contiguous) {
         const auto stream = c10::cuda::getCurrentCUDAStream();
-        cuda::launch_indexed(n, static_cast<int64_t>(kThreads) * kVec, [&](auto index_tag, unsigned int blocks) {
+        cuda::launch_indexed(n, static_cast<int64_t>(kThreads) * kV, [&](auto index_tag, unsigned int blocks) {
           using index_t = decltype(index_tag);
           clamp_scalar_contig_kernel<scalar_t, index_t, L, H>
               <<<blocks, kThreads, 0, stream>>>(out, x, static_cast<index_t>(n), lo, hi);
@@ -177,8 +171,8 @@ __device__ __forceinline__ void warp_accumulate(sum_t* buf, index_t k, sum_t v) 
 // atomics straight into partial[klo + khi]. Deterministic mode (want_sums false, terms_lo/terms_hi given): every
 // element's gradient term is written at its dense offset, for torch's fixed-order reductions to sum.
 template <typename scalar_t, typename sum_t, typename index_t, bool HasLo, bool HasHi, bool Shared>
-__global__ void clamp_backward_kernel(TENSOROPS_GRID_CONSTANT const Plan<5> p, scalar_t* gi, const scalar_t* g, const scalar_t* x,
-                                      const scalar_t* lo, const scalar_t* hi, int64_t klo, int64_t khi,
+__global__ void clamp_backward_kernel(TENSOROPS_GRID_CONSTANT const LaunchPlan<5, index_t> p, scalar_t* gi,
+                                      const scalar_t* g, const scalar_t* x, const scalar_t* lo, const scalar_t* hi, int64_t klo, int64_t khi,
                                       bool want_sums, sum_t* partial, sum_t* terms_lo, sum_t* terms_hi) {
   using acc_t = typename Acc<scalar_t>::type;
   extern __shared__ unsigned char smem_raw[];
@@ -190,7 +184,7 @@ __global__ void clamp_backward_kernel(TENSOROPS_GRID_CONSTANT const Plan<5> p, s
   }
   sum_t* acc_lo = Shared ? smem : partial;
   sum_t* acc_hi = acc_lo + klo;
-  const index_t n = static_cast<index_t>(p.numel);
+  const index_t n = p.numel;
   const index_t stride = static_cast<index_t>(gridDim.x) * blockDim.x;
   // the loop bound is the same for every thread of a block, so warps stay converged for warp_accumulate
   for (index_t base = static_cast<index_t>(blockIdx.x) * blockDim.x; base < n; base += stride) {
@@ -199,7 +193,7 @@ __global__ void clamp_backward_kernel(TENSOROPS_GRID_CONSTANT const Plan<5> p, s
     index_t a = 0, b = 0;
     if (i < n) {
       index_t off[5];
-      p.offsets<index_t>(i, off);
+      p.offsets(i, off);
       const acc_t v = static_cast<acc_t>(x[off[2]]);
       const acc_t gv = static_cast<acc_t>(g[off[1]]);
       a = off[3];
@@ -242,14 +236,15 @@ __global__ void clamp_reduce_partials_kernel(const sum_t* partial, int64_t block
 
 // Number bounds: grad_input only. Operands: 0 grad_input, 1 grad, 2 x.
 template <typename scalar_t, typename index_t, bool HasLo, bool HasHi>
-__global__ void clamp_scalar_backward_kernel(TENSOROPS_GRID_CONSTANT const Plan<3> p, scalar_t* gi, const scalar_t* g, const scalar_t* x,
-                                             typename Acc<scalar_t>::type lo, typename Acc<scalar_t>::type hi) {
+__global__ void clamp_scalar_backward_kernel(TENSOROPS_GRID_CONSTANT const LaunchPlan<3, index_t> p, scalar_t* gi,
+                                             const scalar_t* g, const scalar_t* x, typename Acc<scalar_t>::type lo,
+                                             typename Acc<scalar_t>::type hi) {
   using acc_t = typename Acc<scalar_t>::type;
-  const index_t n = static_cast<index_t>(p.numel);
+  const index_t n = p.numel;
   for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<index_t>(gridDim.x) * blockDim.x) {
     index_t off[3];
-    p.offsets<index_t>(i, off);
+    p.offsets(i, off);
     gi[off[0]] = static_cast<scalar_t>(math::clamp_grad_input<acc_t, HasLo, HasHi, true>(
         static_cast<acc_t>(g[off[1]]), static_cast<acc_t>(x[off[2]]), lo, hi));
   }
@@ -304,7 +299,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> clamp_backward_cuda(const at::Ten
       cuda::launch_with(grid, [&](auto index_tag, unsigned int nblocks) {
         bool_switch(shared, [&](auto shared_tag) {
           clamp_backward_kernel<scalar_t, sum_t, decltype(index_tag), L, H, decltype(shared_tag)::value>
-              <<<nblocks, kThreads, smem, stream>>>(p, gi, b.g.const_data_ptr<scalar_t>(), b.x.const_data_ptr<scalar_t>(),
+              <<<nblocks, kThreads, smem, stream>>>(LaunchPlan<5, decltype(index_tag)>(p), gi,
+                                                    b.g.const_data_ptr<scalar_t>(), b.x.const_data_ptr<scalar_t>(),
                                                     lp, hp, klo, khi, want_sums, pp, tlo, thi);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         });
@@ -338,7 +334,8 @@ at::Tensor clamp_scalar_backward_cuda(const at::Tensor& grad, const at::Tensor& 
     either_switch(min.has_value(), max.has_value(), [&]<bool L, bool H>() {
       cuda::launch_indexed(p, kThreads, [&](auto index_tag, unsigned int blocks) {
         clamp_scalar_backward_kernel<scalar_t, decltype(index_tag), L, H><<<blocks, kThreads, 0, stream>>>(
-            p, b.grad_input.data_ptr<scalar_t>(), b.g.const_data_ptr<scalar_t>(), input.const_data_ptr<scalar_t>(), lo, hi);
+            LaunchPlan<3, decltype(index_tag)>(p), b.grad_input.data_ptr<scalar_t>(), b.g.const_data_ptr<scalar_t>(),
+            input.const_data_ptr<scalar_t>(), lo, hi);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       });
     });

@@ -1,9 +1,9 @@
 // crop_mirror_normalize on CUDA: one launch for the whole batch, one thread per output element (grid-stride,
-// 64-bit indices). The per-sample table (cmn::Sample: address, strides, size, crop origin, mirror flag) travels
-// as a kernel parameter for batches up to kParamSamples images (no copy at all); a larger batch's table is
-// copied to a device buffer with an ordinary blocking copy from pageable host memory, so nothing depends on
-// when a pinned host block is reused. The value of every element comes from cmn::value (crop_mirror_normalize.h),
-// the same function the CPU kernel's fallback path calls.
+// 64-bit indices, split into (n, c, i, j) with fast divisors). The per-sample table (cmn::Sample: address,
+// strides, size, crop origin, mirror flag) travels as a kernel parameter for batches up to kParamSamples images
+// (no copy at all); a larger batch's table is copied to a device buffer with an ordinary blocking copy from
+// pageable host memory, so nothing depends on when a pinned host block is reused. The value of every element
+// comes from cmn::value (crop_mirror_normalize.h), the same function the CPU kernel's fallback path calls.
 #include <cstring>
 
 #include <ATen/ATen.h>
@@ -13,6 +13,7 @@
 #include "tensorops/crop_mirror_normalize_host.h"
 #include "tensorops/cuda_utils.cuh"
 #include "tensorops/dispatch.h"
+#include "tensorops/fast_divide.h"
 
 namespace tensorops {
 namespace {
@@ -34,6 +35,7 @@ struct DeviceTable {
 template <typename acc_t>
 struct Params {
   int64_t N, C, Cp, h, w, numel;
+  IntDivider<int64_t> div_cp, div_h, div_w;  // Cp, h and w as fast divisors (fast_divide.h)
   const acc_t* mean;
   const acc_t* std;
   int64_t mean_sn, mean_sc, std_sn, std_sc;
@@ -46,16 +48,17 @@ __global__ void crop_mirror_normalize_kernel(out_t* __restrict__ out, const TENS
                                              const TENSOROPS_GRID_CONSTANT Table table) {
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < p.numel; idx += stride) {
-    int64_t n, c, i, j, r = idx;
+    int64_t c, i, j, r = idx;  // r ends as the sample index
     if (p.channels_last) {
-      c = r % p.Cp; r /= p.Cp;
-      j = r % p.w; r /= p.w;
-      i = r % p.h; n = r / p.h;
+      c = p.div_cp.divmod(r);
+      j = p.div_w.divmod(r);
+      i = p.div_h.divmod(r);
     } else {
-      j = r % p.w; r /= p.w;
-      i = r % p.h; r /= p.h;
-      c = r % p.Cp; n = r / p.Cp;
+      j = p.div_w.divmod(r);
+      i = p.div_h.divmod(r);
+      c = p.div_cp.divmod(r);
     }
+    const int64_t n = r;
     const Sample& s = table[n];
     const int64_t y = s.y0 + i, x = cmn::source_x(s, j, p.w);
     const bool real = c < p.C && cmn::inside(s, y, x);
@@ -91,6 +94,9 @@ void run(cmn_host::Setup& s, double scale, double fill) {
         using acc_t = float_acc_t<out_t>;  // as s.acc
         Params<acc_t> p;
         p.N = s.N; p.C = s.C; p.Cp = s.Cp; p.h = s.h; p.w = s.w; p.numel = numel;
+        p.div_cp = IntDivider<int64_t>(s.Cp);
+        p.div_h = IntDivider<int64_t>(s.h);
+        p.div_w = IntDivider<int64_t>(s.w);
         p.mean = s.mean.const_data_ptr<acc_t>();
         p.std = s.std.const_data_ptr<acc_t>();
         p.mean_sn = s.mean_sn; p.mean_sc = s.mean_sc; p.std_sn = s.std_sn; p.std_sc = s.std_sc;

@@ -1,7 +1,8 @@
 // normalize on CUDA: one launch per call. Each thread handles kVec consecutive output elements (the output is
-// dense, so its offset is the linear index); when the input is walked in the same order and both pointers are
-// aligned, it does one vector load and one vector store. Statistics given as numbers travel by value in the
-// kernel arguments (no host-to-device copy); statistics tensors are read through their broadcast strides.
+// dense, so its offset is the linear index): one vector store when the output is aligned, one vector load when
+// the input is also walked in the same order and aligned. Offsets come from a LaunchPlan (plan.h: fast
+// divisors). Statistics given as numbers travel by value in the kernel arguments (no host-to-device copy);
+// statistics tensors are read through their broadcast strides.
 // The arithmetic is math.h's, the same functions the CPU kernel calls.
 #include <ATen/ATen.h>
 #include <torch/library.h>
@@ -29,24 +30,36 @@ struct Coefs {
 };
 
 // Operands of the plan: 0 output, 1 input, 2 mean (or the channel index for by-value coefficients), 3 std.
+// A thread finds the offsets of its first element with one decomposition of the linear index (fast divisors)
+// and steps to its neighbours along the innermost plan dimension. `vec_load`: the input is walked in the
+// output's order and aligned (one vector load per thread); `vec_store`: the output is aligned (one vector store;
+// the output is dense, so its offset is the linear index, whatever the input's layout: NHWC -> NCHW included).
 template <typename in_t, typename out_t, typename acc_t, typename index_t, bool kTensorStats>
-__global__ void normalize_kernel(TENSOROPS_GRID_CONSTANT const Plan<4> plan, const in_t* __restrict__ in, out_t* __restrict__ out,
+__global__ void normalize_kernel(TENSOROPS_GRID_CONSTANT const LaunchPlan<4, index_t> plan,
+                                 const in_t* __restrict__ in, out_t* __restrict__ out,
                                  TENSOROPS_GRID_CONSTANT const Coefs<acc_t> coefs, const acc_t* __restrict__ mean,
-                                 const acc_t* __restrict__ std, const acc_t scale, const bool vectorized,
-                                 const bool coefs_per_vec) {
-  const index_t numel = static_cast<index_t>(plan.numel);
+                                 const acc_t* __restrict__ std, const acc_t scale, const bool vec_load,
+                                 const bool vec_store, const bool coefs_per_vec) {
+  const index_t numel = plan.numel;
   const index_t step = static_cast<index_t>(gridDim.x) * blockDim.x * kVec;
   for (index_t base = (static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec; base < numel;
        base += step) {
     acc_t a[kVec], b[kVec], m[kVec], s[kVec];  // m, s: only read with statistics tensors
     in_t x[kVec];
     const bool full = base + kVec <= numel;
+    const bool load_vec = vec_load && full;
+    if (load_vec) {
+      const auto xv = *reinterpret_cast<const Vec<in_t, kVec>*>(in + base);
+      TENSOROPS_UNROLL
+      for (int j = 0; j < kVec; ++j) x[j] = xv.v[j];
+    }
+    index_t off[4];
+    index_t inner = plan.offsets(base, off);
     TENSOROPS_UNROLL
     for (int j = 0; j < kVec; ++j) {
       if (!full && base + j >= numel) break;
-      index_t off[4];
+      if (j > 0 && !(coefs_per_vec && load_vec)) plan.next(base + j, inner, off);
       if (j == 0 || !coefs_per_vec) {
-        plan.offsets<index_t>(base + j, off);
         if constexpr (kTensorStats) {
           m[j] = mean[off[2]];
           s[j] = std[off[3]];
@@ -56,34 +69,26 @@ __global__ void normalize_kernel(TENSOROPS_GRID_CONSTANT const Plan<4> plan, con
           a[j] = coefs.a[off[2]];
           b[j] = coefs.b[off[2]];
         }
-        if (!vectorized) x[j] = in[off[1]];
       } else {
         a[j] = a[0];
         b[j] = b[0];
         m[j] = m[0];
         s[j] = s[0];
-        if (!vectorized) {
-          plan.offsets<index_t>(base + j, off);
-          x[j] = in[off[1]];
-        }
       }
+      if (!load_vec) x[j] = in[off[1]];
     }
-    auto value = [&](acc_t xj, int j) {
+    auto value = [&](int j) {
+      const acc_t xj = static_cast<acc_t>(x[j]);
       if constexpr (kTensorStats) return math::normalize_value(xj, a[j], b[j], scale, m[j], s[j]);
       return math::normalize_apply(xj, a[j], b[j]);
     };
-    if (vectorized && full) {
-      const auto xv = *reinterpret_cast<const Vec<in_t, kVec>*>(in + base);
+    if (vec_store && full) {
       Vec<out_t, kVec> yv;
       TENSOROPS_UNROLL
-      for (int j = 0; j < kVec; ++j)
-        yv.v[j] = static_cast<out_t>(value(static_cast<acc_t>(xv.v[j]), j));
+      for (int j = 0; j < kVec; ++j) yv.v[j] = static_cast<out_t>(value(j));
       *reinterpret_cast<Vec<out_t, kVec>*>(out + base) = yv;
     } else {
-      for (int j = 0; j < kVec && base + j < numel; ++j) {
-        const in_t xj = vectorized ? in[base + j] : x[j];
-        out[base + j] = static_cast<out_t>(value(static_cast<acc_t>(xj), j));
-      }
+      for (int j = 0; j < kVec && base + j < numel; ++j) out[base + j] = static_cast<out_t>(value(j));
     }
   }
 }
@@ -93,14 +98,14 @@ template <typename in_t, typename out_t, typename acc_t, bool kTensorStats>
 void launch_typed(const Plan<4>& plan, at::Tensor& out, const at::Tensor& input, bool same_order,
                   bool coefs_per_vec, const Coefs<acc_t>& coefs, const acc_t* mean, const acc_t* std, acc_t scale,
                   cudaStream_t stream) {
-  const bool vectorized = same_order && cuda::aligned_to(input.const_data_ptr(), sizeof(in_t) * kVec) &&
-                          cuda::aligned_to(out.mutable_data_ptr(), sizeof(out_t) * kVec);
+  const bool vec_load = same_order && cuda::aligned_to(input.const_data_ptr(), sizeof(in_t) * kVec);
+  const bool vec_store = cuda::aligned_to(out.mutable_data_ptr(), sizeof(out_t) * kVec);
   const in_t* x = input.const_data_ptr<in_t>();
   out_t* y = out.mutable_data_ptr<out_t>();
   cuda::launch_indexed(plan, int64_t{kThreads} * kVec, [&](auto index_tag, unsigned int blocks) {
     using index_t = decltype(index_tag);
     normalize_kernel<in_t, out_t, acc_t, index_t, kTensorStats><<<blocks, kThreads, 0, stream>>>(
-        plan, x, y, coefs, mean, std, scale, vectorized, coefs_per_vec);
+        LaunchPlan<4, index_t>(plan), x, y, coefs, mean, std, scale, vec_load, vec_store, coefs_per_vec);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
@@ -203,7 +208,8 @@ at::Tensor normalize_tensor_cuda(const at::Tensor& input, const at::Tensor& mean
 constexpr int64_t kMaxSharedEntries = 512;  // entries accumulated in shared memory before one atomic per block
 
 template <typename g_t, typename in_t, typename acc_t, typename index_t>
-__global__ void normalize_backward_kernel(TENSOROPS_GRID_CONSTANT const Plan<4> plan, const g_t* __restrict__ grad,
+__global__ void normalize_backward_kernel(TENSOROPS_GRID_CONSTANT const LaunchPlan<4, index_t> plan,
+                                          const g_t* __restrict__ grad,
                                           const in_t* __restrict__ in, in_t* __restrict__ grad_in,
                                           const acc_t* __restrict__ mean, const acc_t* __restrict__ std,
                                           acc_t* __restrict__ sums, const int64_t K, const acc_t scale,
@@ -215,11 +221,11 @@ __global__ void normalize_backward_kernel(TENSOROPS_GRID_CONSTANT const Plan<4> 
     for (int64_t k = threadIdx.x; k < 2 * K; k += blockDim.x) local[k] = acc_t(0);
     __syncthreads();
   }
-  const index_t numel = static_cast<index_t>(plan.numel);
+  const index_t numel = plan.numel;
   for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < numel;
        i += static_cast<index_t>(gridDim.x) * blockDim.x) {
     index_t off[4];
-    plan.offsets<index_t>(i, off);
+    plan.offsets(i, off);
     const index_t k = off[3];  // statistics entry (contiguous buffer of the broadcast shape)
     const acc_t a = math::normalize_coef_a<acc_t>(scale, std[k]);
     const acc_t g = static_cast<acc_t>(grad[off[1]]);
@@ -283,8 +289,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> normalize_tensor_backward_cuda(
         cuda::launch_indexed(plan, int64_t{kThreads} * 4, [&](auto index_tag, unsigned int blocks) {
           using index_t = decltype(index_tag);
           normalize_backward_kernel<g_t, in_t, acc_t, index_t><<<blocks, kThreads, smem, stream>>>(
-              plan, grad.const_data_ptr<g_t>(), input.const_data_ptr<in_t>(), gi, m.const_data_ptr<acc_t>(),
-              s.const_data_ptr<acc_t>(), kernel_stats ? sums.mutable_data_ptr<acc_t>() : nullptr, K,
+              LaunchPlan<4, index_t>(plan), grad.const_data_ptr<g_t>(), input.const_data_ptr<in_t>(), gi,
+              m.const_data_ptr<acc_t>(), s.const_data_ptr<acc_t>(),
+              kernel_stats ? sums.mutable_data_ptr<acc_t>() : nullptr, K,
               static_cast<acc_t>(scale), kernel_stats);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         });

@@ -16,6 +16,7 @@
 #pragma once
 #include <cstdint>
 
+#include "tensorops/fast_divide.h"
 #include "tensorops/macros.h"
 
 namespace tensorops {
@@ -73,9 +74,10 @@ struct Location {
   int64_t run;  // bytes left in this piece's row from here
 };
 
-TENSOROPS_HD Location locate(const SegmentTable& t, int64_t q) {
+// The same with the row (q / row_bytes) already known.
+TENSOROPS_HD Location locate_in_row(const SegmentTable& t, int64_t q, int64_t row) {
   Location l;
-  l.row = q / t.row_bytes;
+  l.row = row;
   const int64_t c = q - l.row * t.row_bytes;
   l.seg = find_segment(t.col, t.n, c);
   l.off = c - t.col[l.seg];
@@ -85,14 +87,125 @@ TENSOROPS_HD Location locate(const SegmentTable& t, int64_t q) {
   return l;
 }
 
-// Largest power-of-two chunk (16 bytes at most) that divides every address, row stride and column of the
-// table: copies in units of that many bytes never straddle a piece and stay naturally aligned.
-inline int64_t common_alignment(const SegmentTable& t) {
-  uint64_t bits = static_cast<uint64_t>(t.row_bytes) | 16u;
-  for (int64_t s = 0; s < t.n; ++s)
-    bits |= static_cast<uint64_t>(t.col[s]) | static_cast<uint64_t>(t.src[s]) |
-            static_cast<uint64_t>(t.src_rs[s]) | static_cast<uint64_t>(t.dst[s]) | static_cast<uint64_t>(t.dst_rs[s]);
+TENSOROPS_HD Location locate(const SegmentTable& t, int64_t q) { return locate_in_row(t, q, q / t.row_bytes); }
+
+// ---- copy units chosen per piece (the CUDA kernel) ---------------------------------------------------------------
+// A GPU thread copies one unit of V bytes at a time (V = 16: one vector load and store). A unit must not straddle
+// pieces and must stay naturally aligned, so one badly aligned piece (a 1-byte tensor of odd length, ...) would
+// force small units on the whole copy. Instead the pieces are grouped by their own unit (16, 8, 4, 2 or 1 bytes),
+// and each group gets a table of its own whose columns are the group's pieces side by side (the columns are only
+// used to find a piece and the offset inside its row: the addresses and row strides are the pieces' own). One
+// launch walks the groups one after another in tiles of a fixed number of units; each tile belongs to one group.
+//
+// The grouped buffer: word 0 the number of groups G; then per group g kGroupWords words at 1 + kGroupWords * g:
+// unit (bytes), pieces n_g, row bytes (the group's widths summed), first tile (tiles of the groups before it), the
+// word where its table (table_words(n_g) words, the layout above) starts, its units, and the row bytes as a fast
+// divisor (magic, shift: fast_divide.h), so that a unit finds its row without a 64-bit division; then the tables.
+// Groups come largest unit first.
+constexpr int kUnitClasses = 5;  // units of 16, 8, 4, 2 and 1 bytes
+constexpr int64_t kGroupWords = 8;
+
+TENSOROPS_HD int64_t grouped_words(int64_t n, int64_t groups) { return 1 + kGroupWords * groups + 5 * n + groups; }
+
+// The unit of piece s: the largest power of two (16 bytes at most) that divides its width and its source and
+// destination addresses, and its row strides when there is more than one row.
+inline int64_t piece_unit(const SegmentTable& t, int64_t s) {
+  uint64_t bits = 16u | static_cast<uint64_t>(t.col[s + 1] - t.col[s]) | static_cast<uint64_t>(t.src[s]) |
+                  static_cast<uint64_t>(t.dst[s]);
+  if (t.rows > 1) bits |= static_cast<uint64_t>(t.src_rs[s]) | static_cast<uint64_t>(t.dst_rs[s]);
   return static_cast<int64_t>(bits & (~bits + 1));  // lowest set bit
+}
+
+// The unit classes present among the pieces (bit c set: some piece has the unit 16 >> c).
+inline unsigned unit_classes(const SegmentTable& t) {
+  unsigned present = 0;
+  for (int64_t s = 0; s < t.n; ++s)
+    for (int c = 0; c < kUnitClasses; ++c)
+      if (piece_unit(t, s) == (int64_t{16} >> c)) present |= 1u << c;
+  return present;
+}
+
+inline int64_t class_count(unsigned present) {
+  int64_t g = 0;
+  for (int c = 0; c < kUnitClasses; ++c) g += (present >> c) & 1u;
+  return g;
+}
+
+// Writes the grouped buffer for t into buf (grouped_words(t.n, class_count(unit_classes(t))) words), with tiles of
+// `tile_units` units. Returns the total number of tiles.
+inline int64_t write_unit_groups(const SegmentTable& t, int64_t tile_units, int64_t* buf) {
+  const unsigned present = unit_classes(t);
+  const int64_t groups = class_count(present);
+  buf[0] = groups;
+  int64_t g = 0, word = 1 + kGroupWords * groups, tiles = 0;
+  for (int c = 0; c < kUnitClasses; ++c) {
+    if (!((present >> c) & 1u)) continue;
+    const int64_t unit = int64_t{16} >> c;
+    int64_t n = 0;
+    for (int64_t s = 0; s < t.n; ++s) n += piece_unit(t, s) == unit;
+    int64_t* head = buf + 1 + kGroupWords * g;
+    int64_t* col = buf + word;
+    int64_t k = 0, width = 0;
+    for (int64_t s = 0; s < t.n; ++s) {
+      if (piece_unit(t, s) != unit) continue;
+      col[k] = width;
+      col[n + 1 + k] = t.src[s];
+      col[2 * n + 1 + k] = t.src_rs[s];
+      col[3 * n + 1 + k] = t.dst[s];
+      col[4 * n + 1 + k] = t.dst_rs[s];
+      width += t.col[s + 1] - t.col[s];
+      ++k;
+    }
+    col[n] = width;
+    const int64_t units = t.rows * width / unit;
+    const IntDivider<int64_t> row_div(width);
+    head[0] = unit;
+    head[1] = n;
+    head[2] = width;
+    head[3] = tiles;
+    head[4] = word;
+    head[5] = units;
+    head[6] = static_cast<int64_t>(row_div.magic);
+    head[7] = row_div.shift;
+    tiles += (units + tile_units - 1) / tile_units;
+    word += table_words(n);
+    ++g;
+  }
+  return tiles;
+}
+
+// One group of a grouped buffer, as the kernel sees it.
+struct UnitGroup {
+  int64_t unit;                  // bytes per unit
+  int64_t first_tile;            // the group's first tile
+  int64_t units;                 // units in the group
+  SegmentTable table;            // the group's pieces (columns of the group's own rows)
+  IntDivider<int64_t> row_div;   // table.row_bytes as a fast divisor
+};
+
+TENSOROPS_HD UnitGroup unit_group(const int64_t* buf, int64_t g, int64_t rows) {
+  const int64_t* head = buf + 1 + kGroupWords * g;
+  UnitGroup u;
+  u.unit = head[0];
+  u.first_tile = head[3];
+  u.table = table_view(buf + head[4], head[1], head[2], rows);
+  u.units = head[5];
+  u.row_div.divisor = head[2];
+  u.row_div.magic = static_cast<uint64_t>(head[6]);
+  u.row_div.shift = static_cast<int>(head[7]);
+  return u;
+}
+
+// Where byte q of the group's [rows, row_bytes] space comes from and goes to (locate, without its division).
+TENSOROPS_HD Location locate(const UnitGroup& g, int64_t q) { return locate_in_row(g.table, q, g.row_div.div(q)); }
+
+// The group holding tile `tile` (0 <= tile < the total returned by write_unit_groups): the last one starting at
+// or before it.
+TENSOROPS_HD int64_t find_group(const int64_t* buf, int64_t tile) {
+  int64_t g = 0;
+  for (int64_t k = 1; k < buf[0]; ++k)
+    if (buf[1 + kGroupWords * k + 3] <= tile) g = k;
+  return g;
 }
 
 }  // namespace copy_table

@@ -26,6 +26,13 @@ namespace cuda {
 constexpr int kThreads = 256;  // threads per block for elementwise kernels
 constexpr int kVec = 4;        // elements per thread per step
 
+// Elements per thread for a dense, aligned loop over T: kVec, or as many as fill 16 bytes (one vector load and
+// store per thread) for 1- and 2-byte dtypes.
+template <typename T>
+constexpr int vec_elems() {
+  return sizeof(T) * kVec >= 16 ? kVec : static_cast<int>(16 / sizeof(T));
+}
+
 // A naturally aligned bundle of N elements, for one vector load or store.
 template <typename T, int N>
 struct alignas(sizeof(T) * N) Vec {

@@ -14,6 +14,7 @@
 #include <c10/util/ArrayRef.h>
 #include <c10/util/Exception.h>
 
+#include "tensorops/fast_divide.h"
 #include "tensorops/macros.h"
 
 namespace tensorops {
@@ -55,6 +56,56 @@ TENSOROPS_UNROLL
       best = std::max(best, m);
     }
     return best;
+  }
+};
+
+// A Plan prepared for one launch with index_t (int32_t or int64_t) index math, built on the host: every size but
+// the outermost as a fast divisor (fast_divide.h: a multiply-high and a shift instead of a division per dimension
+// and element), the strides in index_t. The GPU kernels walk this; Plan::offsets is the plain reference (tests
+// compare the two on the CPU). Valid for linear indices in [0, numel) that fit index_t (cuda_utils.cuh's
+// launches pick index_t so that they do).
+template <int N, typename index_t>
+struct LaunchPlan {
+  int ndim = 1;
+  index_t numel = 0;
+  IntDivider<index_t> sizes[kMaxPlanDims];  // sizes[d].divisor: the size of dimension d
+  index_t strides[N][kMaxPlanDims] = {};
+
+  LaunchPlan() = default;
+  explicit LaunchPlan(const Plan<N>& p) : ndim(p.ndim), numel(static_cast<index_t>(p.numel)) {
+    for (int d = 0; d < p.ndim; ++d) {
+      sizes[d] = IntDivider<index_t>(static_cast<index_t>(p.sizes[d]));
+      for (int k = 0; k < N; ++k) strides[k][d] = static_cast<index_t>(p.strides[k][d]);
+    }
+  }
+
+  // Offsets of every operand for a linear index (0 <= linear < numel); returns its index along dimension 0.
+  TENSOROPS_HD index_t offsets(index_t linear, index_t (&off)[N]) const {
+TENSOROPS_UNROLL
+    for (int k = 0; k < N; ++k) off[k] = 0;
+    index_t inner = linear;
+    // unrolled over the maximum with an early exit, as Plan::offsets, so the plan stays in the parameter space
+    TENSOROPS_UNROLL
+    for (int d = 0; d < kMaxPlanDims; ++d) {
+      if (d == ndim) break;
+      // the outermost dimension's index is all that is left (linear < numel): no division
+      const index_t i = d + 1 < ndim ? sizes[d].divmod(linear) : linear;
+      if (d == 0) inner = i;
+TENSOROPS_UNROLL
+      for (int k = 0; k < N; ++k) off[k] += i * strides[k][d];
+    }
+    return inner;
+  }
+
+  // From the offsets of linear - 1 (whose index along dimension 0 is `inner`) to those of `linear`: a step along
+  // dimension 0 while it lasts, a full decomposition when it wraps. For threads that walk neighbouring elements.
+  TENSOROPS_HD void next(index_t linear, index_t& inner, index_t (&off)[N]) const {
+    if (++inner == sizes[0].divisor) {
+      inner = offsets(linear, off);
+    } else {
+TENSOROPS_UNROLL
+      for (int k = 0; k < N; ++k) off[k] += strides[k][0];
+    }
   }
 };
 
@@ -108,6 +159,8 @@ Plan<N> make_plan(c10::IntArrayRef sizes, const std::array<c10::IntArrayRef, N>&
 // merged run, their original inner strides are in `pattern_strides`, and the period (C) is returned; the phase
 // of a position in a run is its output offset % period, since every outer output stride is a multiple of the
 // period (checked). Returns 0 and leaves `p` as it was otherwise.
+// The CUDA kernels do not fold: a GPU thread walks 4 elements, not a long run, and folding would trade one
+// fast-divisor digit of LaunchPlan::offsets for a modulo by the period (no saving in index math).
 template <int N>
 int64_t fold_periodic_inner(Plan<N>& p, int64_t max_period, const std::array<bool, N>& may_vary,
                             int64_t (&pattern_strides)[N]) {
