@@ -90,7 +90,7 @@ def _parallel_stats() -> Dict[str, int]:
 
 def _stats_delta(before: Dict[str, int], after: Dict[str, int]) -> Dict[str, int]:
     """What the policy decided during one row: counts as differences, the recent wait ratio as it was at the end."""
-    counts = ("parallel_passes", "serial_passes", "probes", "costly_regions")
+    counts = ("parallel_passes", "serial_passes", "probes", "costly_regions", "descheduled_ns")
     out = {k: after[k] - before.get(k, 0) for k in counts if k in after}
     if "recent_wait_ratio_1024" in after:
         out["recent_wait_ratio_after"] = round(after["recent_wait_ratio_1024"] / 1024, 3)

@@ -196,6 +196,15 @@ def test_parallel_passes_are_counted_where_threads_exist():
     after = _C().parallel_stats()
     decided = sum(after[k] - before[k] for k in ("parallel_passes", "serial_passes", "probes"))
     assert decided == 1 and after["recent_wait_ratio_1024"] >= 0 and after["paying_ratio_1024"] > 0
+    # the time the caller was descheduled during its shares only grows (the thread CPU clock is read)
+    assert after["descheduled_ns"] >= before["descheduled_ns"] >= 0
+
+
+def test_paying_ratio_is_three_quarters_of_break_even():
+    # a region pays with n threads while the time lost stays under (n - 1) times the caller's share; passes
+    # go parallel up to 3/4 of that (parallel.h says why not half)
+    n = torch.get_num_threads()
+    assert _C().parallel_stats()["paying_ratio_1024"] == (n - 1) * 1024 * 3 // 4
 
 
 @pytest.mark.native_crossovers

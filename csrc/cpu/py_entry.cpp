@@ -351,14 +351,16 @@ PyObject* native_below(PyObject* /*self*/, PyObject* /*args*/) {
                        static_cast<long long>(crossover::kClampGradNativeBelow));
 }
 
-// parallel_stats() -> dict: what parallel.h's policy decided in this process (counts since start; the recent
-// ratio of the caller's wait to its own share, in 1/1024ths, and the ratio up to which passes go parallel with
+// parallel_stats() -> dict: what parallel.h's policy decided in this process (counts since start; the time the
+// callers were descheduled during their shares; the recent ratio of the time lost to the caller's own share, in
+// 1/1024ths, and the ratio up to which passes go parallel with
 // torch's current thread count; the current probe gap), for the benchmarks' JSON and the tests.
 PyObject* parallel_stats(PyObject* /*self*/, PyObject* /*args*/) {
   parallel_detail::State& s = parallel_detail::state();
   auto get = [](const std::atomic<int64_t>& a) { return static_cast<long long>(a.load(std::memory_order_relaxed)); };
-  return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "parallel_passes", get(s.parallel_passes), "serial_passes",
-                       get(s.serial_passes), "probes", get(s.probes), "costly_regions", get(s.costly_regions),
+  return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "parallel_passes", get(s.parallel_passes),
+                       "serial_passes", get(s.serial_passes), "probes", get(s.probes), "costly_regions",
+                       get(s.costly_regions), "descheduled_ns", get(s.descheduled_ns),
                        "recent_wait_ratio_1024", static_cast<long long>(parallel_detail::recent_ratio()),
                        "paying_ratio_1024", static_cast<long long>(parallel_detail::paying_ratio(at::get_num_threads())),
                        "probe_gap_ns", get(s.probe_gap_ns));

@@ -24,12 +24,22 @@
 //    other threads (the price above), and records their ratio. With n threads a region beats one thread when
 //    the wait is under (n - 1) times the caller's share (the caller did 1/n of the work in its share); a pass
 //    goes parallel while the recent ratio (the median of the last three, so that one hiccup of a quiet
-//    machine or one lucky probe of a busy one changes nothing) is at most half of that: threads then save a
-//    quarter of the time or more. The ratio does not depend on the pass's size or op: a quiet machine's waits
+//    machine or one lucky probe of a busy one changes nothing) is at most 3/4 of that: threads then save an
+//    eighth of the time or more. (At half of it, to 2026-12-03, a quiet machine's stack of 8 images, whose
+//    woken thread starts about 0.6 of the caller's share late, stayed on one thread at 0.81x torch; at 3/4 it
+//    runs parallel at 1.18x. A busy machine's ratios are 1.3 to 37 in `--load 2` runs.) The ratio does not depend on the pass's size or op: a quiet machine's waits
 //    grow with the pass (one thread's share runs into page faults or starts late), a busy machine's waits are
 //    milliseconds whatever the work. While the ratio is high, passes run on the caller's thread, and one goes
 //    parallel now and then (a probe, at most once per kProbeMinGapNs, backing off to kProbeMaxGapNs while the
 //    ratios stay high) to notice that the machine is quiet again.
+//    The caller's share is timed twice: by the wall clock and by the CPU time its thread got. When the
+//    machine is busy the scheduler takes the caller's core away in the middle of its share (the woken
+//    threads, spinning at the end of the region, compete for the same cores), and the share's wall time grows
+//    while the region's wait may not: a cat of 10,000 small tensors under `--load 2` stayed parallel (56
+//    passes, a recorded ratio of 0, 223 ms descheduled in all) at 16 ms a call, 0.17x torch; it takes 0.2 ms
+//    on one thread. So the time lost is the wait plus the share's wall time beyond its CPU time (the thread's
+//    CPU clock, one system call at each end of the share), and the ratio is that over the share's CPU time:
+//    the same cat now goes to one thread after the first costly region, 5.2-5.6x torch under `--load 2`.
 //    Before (to 2026-12-02) the policy compared the absolute wait with an estimate of the pass's one-thread
 //    time: a large pass's proportional wait on a quiet machine (clip_grad_value_'s 47 MB: 0.5 ms) then kept
 //    every smaller pass after it (a stack of 8 images) on one thread at half torch's speed.
@@ -47,6 +57,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <ctime>
 
 #include <ATen/Parallel.h>
 
@@ -68,6 +79,7 @@ struct State {
   std::atomic<int64_t> probe_gap_ns{kProbeMinGapNs};
   // what the policy decided, for benchmarks and tests (parallel_stats() in py_entry.cpp)
   std::atomic<int64_t> parallel_passes{0}, serial_passes{0}, probes{0}, costly_regions{0};
+  std::atomic<int64_t> descheduled_ns{0};  // the callers' shares' wall time beyond their CPU time, in all
 };
 inline State& state() {
   static State s;
@@ -77,6 +89,14 @@ inline int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
+// CPU time the calling thread has had (user + system), in ns; -1 where the clock is not available.
+inline int64_t thread_cpu_ns() {
+#if defined(CLOCK_THREAD_CPUTIME_ID)
+  timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+#endif
+  return -1;
+}
 // The median of the recent ratios.
 inline int64_t recent_ratio() {
   State& s = state();
@@ -84,11 +104,19 @@ inline int64_t recent_ratio() {
           c = s.recent[2].load(std::memory_order_relaxed);
   return std::max(std::min(a, b), std::min(std::max(a, b), c));
 }
-// The highest recent ratio at which threads still pay well with n threads: half the break-even n - 1.
-inline int64_t paying_ratio(int n) { return (n - 1) * kRatioOne / 2; }
-inline void record_region(int n, int64_t share_ns, int64_t waited_ns) {
+// The highest recent ratio at which threads still pay well with n threads: 3/4 of the break-even n - 1.
+inline int64_t paying_ratio(int n) { return (n - 1) * kRatioOne * 3 / 4; }
+// A region that ran on n threads: the caller's share took share_ns by the wall clock, of which its thread ran
+// share_cpu_ns (-1: unknown), then it waited waited_ns for the other threads.
+inline void record_region(int n, int64_t share_ns, int64_t share_cpu_ns, int64_t waited_ns) {
   State& s = state();
-  const int64_t ratio = waited_ns * kRatioOne / (share_ns > 1000 ? share_ns : 1000);
+  int64_t lost = waited_ns, ran = share_ns;
+  if (share_cpu_ns >= 0 && share_cpu_ns < share_ns) {  // descheduled during its share
+    s.descheduled_ns.fetch_add(share_ns - share_cpu_ns, std::memory_order_relaxed);
+    lost += share_ns - share_cpu_ns;
+    ran = share_cpu_ns;
+  }
+  const int64_t ratio = lost * kRatioOne / (ran > 1000 ? ran : 1000);
   const uint32_t k = s.next_slot.fetch_add(1, std::memory_order_relaxed) % kRecentRatios;
   s.recent[k].store(ratio, std::memory_order_relaxed);
   const int64_t gap = s.probe_gap_ns.load(std::memory_order_relaxed);
@@ -134,15 +162,20 @@ void run_on(int threads, int64_t begin, int64_t end, const F& f) {
     return;
   }
   using namespace parallel_detail;
-  std::atomic<int64_t> caller_done{0};
+  std::atomic<int64_t> caller_done{0}, caller_cpu_done{-1};
   const int64_t grain = (end - begin + threads - 1) / threads;
-  const int64_t start = now_ns();
+  const int64_t start = now_ns(), start_cpu = thread_cpu_ns();
   at::parallel_for(begin, end, grain, [&](int64_t b, int64_t e) {
     f(b, e);
-    if (at::get_thread_num() == 0) caller_done.store(now_ns(), std::memory_order_relaxed);
+    if (at::get_thread_num() == 0) {  // the caller's thread
+      caller_cpu_done.store(thread_cpu_ns(), std::memory_order_relaxed);
+      caller_done.store(now_ns(), std::memory_order_relaxed);
+    }
   });
   const int64_t done = caller_done.load(std::memory_order_relaxed);
-  if (done > 0) record_region(threads, done - start, now_ns() - done);
+  const int64_t cpu_done = caller_cpu_done.load(std::memory_order_relaxed);
+  if (done > 0)
+    record_region(threads, done - start, start_cpu >= 0 && cpu_done >= 0 ? cpu_done - start_cpu : -1, now_ns() - done);
 }
 
 // The slot of per-thread buffers for the current task of run_on(threads, ...): 0 when it runs on one thread.
