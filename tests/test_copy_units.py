@@ -11,13 +11,10 @@ both ends, and that each piece gets the largest unit its own addresses allow, wh
 from __future__ import annotations
 
 import random
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 
-HEADER_DIR = Path(__file__).resolve().parent.parent / "csrc" / "include"
+import _probe
 
 PROGRAM = r"""
 #include <cstdio>
@@ -77,18 +74,11 @@ int main() {
 
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory):
-    cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
-    if cxx is None:
-        pytest.skip("needs a C++ compiler to build the copy-unit probe")
-    d = tmp_path_factory.mktemp("copy_units")
-    (d / "probe.cpp").write_text(PROGRAM)
-    subprocess.run([cxx, "-std=c++17", "-O1", f"-I{HEADER_DIR}", str(d / "probe.cpp"), "-o", str(d / "probe")],
-                   check=True, capture_output=True, text=True)
+    exe = _probe.build(tmp_path_factory, "copy-unit", PROGRAM)
 
     def run(rows: int, pieces: list[tuple[int, int, int, int, int]], tile_units: int):
         text = f"{len(pieces)} {rows} {tile_units}\n" + "".join(" ".join(map(str, p)) + "\n" for p in pieces)
-        lines = subprocess.run([str(d / "probe")], input=text, check=True, capture_output=True,
-                               text=True).stdout.splitlines()
+        lines = _probe.run(exe, text).splitlines()
         units = [int(v) for v in lines[0].split()]
         groups, tiles, guards = (int(v) for v in lines[1].split())
         walk = [tuple(int(v) for v in line.split()) for line in lines[2:-1]]

@@ -10,13 +10,10 @@ runs with __umulhi / __umul64hi in place of the host's wide multiply (tests/test
 from __future__ import annotations
 
 import random
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 
-HEADER_DIR = Path(__file__).resolve().parent.parent / "csrc" / "include"
+import _probe
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 N_OPERANDS = 3
@@ -107,20 +104,13 @@ int main() {
 # unsigned __int128); the GPU uses __umul64hi
 @pytest.fixture(scope="module", params=["int128", "portable"])
 def probe(request, tmp_path_factory):
-    cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
-    if cxx is None:
-        pytest.skip("needs a C++ compiler to build the fast-divide probe")
-    from torch.utils.cpp_extension import include_paths  # plan.h includes c10 headers (header-only parts)
-
-    d = tmp_path_factory.mktemp(f"fast_divide_{request.param}")
-    (d / "probe.cpp").write_text(PROGRAM)
-    includes = [f"-I{HEADER_DIR}"] + [f"-I{p}" for p in include_paths()]
+    # plan.h includes c10 headers (their header-only parts)
     defines = ["-DTENSOROPS_NO_INT128"] if request.param == "portable" else []
-    subprocess.run([cxx, "-std=c++17", "-O2", *defines, *includes, str(d / "probe.cpp"), "-o", str(d / "probe")],
-                   check=True, capture_output=True, text=True)
+    exe = _probe.build(tmp_path_factory, f"fast-divide {request.param}", PROGRAM, opt="-O2", defines=defines,
+                       torch_headers=True)
 
     def run(text: str) -> list[list[int]]:
-        out = subprocess.run([str(d / "probe")], input=text, check=True, capture_output=True, text=True).stdout
+        out = _probe.run(exe, text)
         return [[int(v) for v in line.split()] for line in out.splitlines()]
 
     return run

@@ -8,13 +8,9 @@ step of about numel, so counters wrapped between 2^30 and 2^31 elements).
 """
 from __future__ import annotations
 
-import shutil
-import subprocess
-from pathlib import Path
-
 import pytest
 
-HEADER_DIR = Path(__file__).resolve().parent.parent / "csrc" / "include"
+import _probe
 INT32_MAX = 2**31 - 1
 ITEMS = 256 * 4  # threads * elements per thread: the elementwise launches
 DEFAULT_MAX_BLOCKS = 1 << 24
@@ -35,17 +31,11 @@ int main() {
 
 @pytest.fixture(scope="module")
 def pick(tmp_path_factory):
-    cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
-    if cxx is None:
-        pytest.skip("needs a C++ compiler to build the index-width probe")
-    d = tmp_path_factory.mktemp("index_width")
-    (d / "probe.cpp").write_text(PROGRAM)
-    subprocess.run([cxx, "-std=c++17", "-O1", f"-I{HEADER_DIR}", str(d / "probe.cpp"), "-o", str(d / "probe")],
-                   check=True, capture_output=True, text=True)
+    exe = _probe.build(tmp_path_factory, "index-width", PROGRAM)
 
     def run(cases):
         text = "".join(f"{n} {off} {items} {maxb}\n" for n, off, items, maxb in cases)
-        out = subprocess.run([str(d / "probe")], input=text, check=True, capture_output=True, text=True).stdout
+        out = _probe.run(exe, text)
         return [(int(b), u == "1") for b, u in (line.split() for line in out.splitlines())]
 
     return run
