@@ -14,6 +14,7 @@ import random
 import pytest
 
 import _probe
+
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 N_OPERANDS = 3

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 import _probe
+
 INT32_MAX = 2**31 - 1
 ITEMS = 256 * 4  # threads * elements per thread: the elementwise launches
 DEFAULT_MAX_BLOCKS = 1 << 24
