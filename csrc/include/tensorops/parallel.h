@@ -40,6 +40,11 @@
 //    on one thread. So the time lost is the wait plus the share's wall time beyond its CPU time (the thread's
 //    CPU clock, one system call at each end of the share), and the ratio is that over the share's CPU time:
 //    the same cat now goes to one thread after the first costly region, 5.2-5.6x torch under `--load 2`.
+//    Under load torch's own parallel passes come in runs of good (0.35-0.5 ms for a (32, 3, 224, 224) clamp,
+//    faster than quiet) and bad (about 8 ms) calls. Measured 2026-12-03 (two busy processes, six rounds of 40
+//    calls, torch's mean time / tensorops' mean time, median of the rounds): clamp with number bounds 2.9x,
+//    with (1, 3, 1, 1) bounds 4.4x, cat of 10,000 (64,) 2.2x under this policy; 0.91x, 0.91x, 0.50x with
+//    threads forced on every pass; 1.5x, 2.2x, 2.1x with one thread forced. The probes catch the good runs.
 //    Before (to 2026-12-02) the policy compared the absolute wait with an estimate of the pass's one-thread
 //    time: a large pass's proportional wait on a quiet machine (clip_grad_value_'s 47 MB: 0.5 ms) then kept
 //    every smaller pass after it (a stack of 8 images) on one thread at half torch's speed.
