@@ -353,8 +353,8 @@ PyObject* native_below(PyObject* /*self*/, PyObject* /*args*/) {
 
 // parallel_stats() -> dict: what parallel.h's policy decided in this process (counts since start; the time the
 // callers were descheduled during their shares; the recent ratio of the time lost to the caller's own share, in
-// 1/1024ths, and the ratio up to which passes go parallel with
-// torch's current thread count; the current probe gap), for the benchmarks' JSON and the tests.
+// 1/1024ths, and the ratio up to which passes go parallel with torch's current thread count; the current probe
+// gap), for the benchmarks' JSON and the tests.
 PyObject* parallel_stats(PyObject* /*self*/, PyObject* /*args*/) {
   parallel_detail::State& s = parallel_detail::state();
   auto get = [](const std::atomic<int64_t>& a) { return static_cast<long long>(a.load(std::memory_order_relaxed)); };

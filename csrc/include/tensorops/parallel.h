@@ -27,11 +27,12 @@
 //    machine or one lucky probe of a busy one changes nothing) is at most 3/4 of that: threads then save an
 //    eighth of the time or more. (At half of it, to 2026-12-03, a quiet machine's stack of 8 images, whose
 //    woken thread starts about 0.6 of the caller's share late, stayed on one thread at 0.81x torch; at 3/4 it
-//    runs parallel at 1.18x. A busy machine's ratios are 1.3 to 37 in `--load 2` runs.) The ratio does not depend on the pass's size or op: a quiet machine's waits
-//    grow with the pass (one thread's share runs into page faults or starts late), a busy machine's waits are
-//    milliseconds whatever the work. While the ratio is high, passes run on the caller's thread, and one goes
-//    parallel now and then (a probe, at most once per kProbeMinGapNs, backing off to kProbeMaxGapNs while the
-//    ratios stay high) to notice that the machine is quiet again.
+//    runs parallel at 1.18x. A busy machine's ratios are 1.3 to 37 in `--load 2` runs.) The ratio does not
+//    depend on the pass's size or op: a quiet machine's waits grow with the pass (one thread's share runs into
+//    page faults or starts late), a busy machine's waits are milliseconds whatever the work. While the ratio
+//    is high, passes run on the caller's thread, and one goes parallel now and then (a probe, at most once per
+//    kProbeMinGapNs, backing off to kProbeMaxGapNs while the ratios stay high) to notice that the machine is
+//    quiet again.
 //    The caller's share is timed twice: by the wall clock and by the CPU time its thread got. When the
 //    machine is busy the scheduler takes the caller's core away in the middle of its share (the woken
 //    threads, spinning at the end of the region, compete for the same cores), and the share's wall time grows
