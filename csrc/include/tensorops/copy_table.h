@@ -116,12 +116,17 @@ inline int64_t piece_unit(const SegmentTable& t, int64_t s) {
   return static_cast<int64_t>(bits & (~bits + 1));  // lowest set bit
 }
 
+// The class of a unit: 0 for 16 bytes, 1 for 8, ..., 4 for 1 (groups come in this order).
+inline int unit_class(int64_t unit) {
+  int c = 0;
+  while ((int64_t{16} >> c) != unit) ++c;
+  return c;
+}
+
 // The unit classes present among the pieces (bit c set: some piece has the unit 16 >> c).
 inline unsigned unit_classes(const SegmentTable& t) {
   unsigned present = 0;
-  for (int64_t s = 0; s < t.n; ++s)
-    for (int c = 0; c < kUnitClasses; ++c)
-      if (piece_unit(t, s) == (int64_t{16} >> c)) present |= 1u << c;
+  for (int64_t s = 0; s < t.n; ++s) present |= 1u << unit_class(piece_unit(t, s));
   return present;
 }
 
@@ -132,43 +137,48 @@ inline int64_t class_count(unsigned present) {
 }
 
 // Writes the grouped buffer for t into buf (grouped_words(t.n, class_count(unit_classes(t))) words), with tiles of
-// `tile_units` units. Returns the total number of tiles.
+// `tile_units` units. Returns the total number of tiles. Two passes over the pieces (count per class, then fill
+// each piece into its group's table in order), so many pieces cost the same whatever the number of groups.
 inline int64_t write_unit_groups(const SegmentTable& t, int64_t tile_units, int64_t* buf) {
-  const unsigned present = unit_classes(t);
-  const int64_t groups = class_count(present);
+  int64_t count[kUnitClasses] = {}, filled[kUnitClasses] = {}, width[kUnitClasses] = {};
+  for (int64_t s = 0; s < t.n; ++s) ++count[unit_class(piece_unit(t, s))];
+  int64_t groups = 0;
+  for (int c = 0; c < kUnitClasses; ++c) groups += count[c] > 0;
   buf[0] = groups;
-  int64_t g = 0, word = 1 + kGroupWords * groups, tiles = 0;
+  int64_t table_at[kUnitClasses] = {}, word = 1 + kGroupWords * groups;
   for (int c = 0; c < kUnitClasses; ++c) {
-    if (!((present >> c) & 1u)) continue;
+    if (count[c] == 0) continue;
+    table_at[c] = word;
+    word += table_words(count[c]);
+  }
+  for (int64_t s = 0; s < t.n; ++s) {
+    const int c = unit_class(piece_unit(t, s));
+    const int64_t n = count[c], k = filled[c]++;
+    int64_t* col = buf + table_at[c];
+    col[k] = width[c];
+    col[n + 1 + k] = t.src[s];
+    col[2 * n + 1 + k] = t.src_rs[s];
+    col[3 * n + 1 + k] = t.dst[s];
+    col[4 * n + 1 + k] = t.dst_rs[s];
+    width[c] += t.col[s + 1] - t.col[s];
+  }
+  int64_t g = 0, tiles = 0;
+  for (int c = 0; c < kUnitClasses; ++c) {
+    if (count[c] == 0) continue;
     const int64_t unit = int64_t{16} >> c;
-    int64_t n = 0;
-    for (int64_t s = 0; s < t.n; ++s) n += piece_unit(t, s) == unit;
+    buf[table_at[c] + count[c]] = width[c];
+    const int64_t units = t.rows * width[c] / unit;
+    const IntDivider<int64_t> row_div(width[c]);
     int64_t* head = buf + 1 + kGroupWords * g;
-    int64_t* col = buf + word;
-    int64_t k = 0, width = 0;
-    for (int64_t s = 0; s < t.n; ++s) {
-      if (piece_unit(t, s) != unit) continue;
-      col[k] = width;
-      col[n + 1 + k] = t.src[s];
-      col[2 * n + 1 + k] = t.src_rs[s];
-      col[3 * n + 1 + k] = t.dst[s];
-      col[4 * n + 1 + k] = t.dst_rs[s];
-      width += t.col[s + 1] - t.col[s];
-      ++k;
-    }
-    col[n] = width;
-    const int64_t units = t.rows * width / unit;
-    const IntDivider<int64_t> row_div(width);
     head[0] = unit;
-    head[1] = n;
-    head[2] = width;
+    head[1] = count[c];
+    head[2] = width[c];
     head[3] = tiles;
-    head[4] = word;
+    head[4] = table_at[c];
     head[5] = units;
     head[6] = static_cast<int64_t>(row_div.magic);
     head[7] = row_div.shift;
     tiles += (units + tile_units - 1) / tile_units;
-    word += table_words(n);
     ++g;
   }
   return tiles;
