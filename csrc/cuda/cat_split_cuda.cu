@@ -11,8 +11,8 @@
 // piece does not slow the others and the kernel never depends on the dtype. The table is grouped by unit
 // (copy_table.h's write_unit_groups); a unit finds its row with a fast divisor and its piece with locate() of
 // copy_table.h (a binary search over the prefix offsets), the same code the CPU kernel runs. All offsets are
-// 64-bit. The checks, the output and the
-// table come from host/cat_split_host.cpp, compiled once for the CPU and CUDA ops.
+// 64-bit. The checks, the output and the table come from host/cat_split_host.cpp, compiled once for the CPU and
+// CUDA ops.
 #include <algorithm>
 #include <vector>
 

@@ -172,8 +172,9 @@ __device__ __forceinline__ void warp_accumulate(sum_t* buf, index_t k, sum_t v) 
 // element's gradient term is written at its dense offset, for torch's fixed-order reductions to sum.
 template <typename scalar_t, typename sum_t, typename index_t, bool HasLo, bool HasHi, bool Shared>
 __global__ void clamp_backward_kernel(TENSOROPS_GRID_CONSTANT const LaunchPlan<5, index_t> p, scalar_t* gi,
-                                      const scalar_t* g, const scalar_t* x, const scalar_t* lo, const scalar_t* hi, int64_t klo, int64_t khi,
-                                      bool want_sums, sum_t* partial, sum_t* terms_lo, sum_t* terms_hi) {
+                                      const scalar_t* g, const scalar_t* x, const scalar_t* lo, const scalar_t* hi,
+                                      int64_t klo, int64_t khi, bool want_sums, sum_t* partial, sum_t* terms_lo,
+                                      sum_t* terms_hi) {
   using acc_t = typename Acc<scalar_t>::type;
   extern __shared__ unsigned char smem_raw[];
   sum_t* smem = reinterpret_cast<sum_t*>(smem_raw);
