@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
-import torch.autograd.forward_ad as _fwAD
 
 from tensorops import _checks, _extension, _routing, reference
 from tensorops._cat_split_ops import _run_cat, _run_split
@@ -20,7 +19,7 @@ __all__ = ["cat", "split"]
 _C = _extension._C
 _FAST_CAT = getattr(_C, "cat_fast", None)
 _FAST_SPLIT = getattr(_C, "split_fast", None)
-_is_compiling = torch.compiler.is_compiling  # bound once: torch.compile traces it as True, eager pays one call
+_tracing = _extension.dynamo_tracing  # bound once; see _extension.dynamo_tracing
 
 
 # What the kernels cover: every dtype (they copy bytes), strided non-quantized tensors, on a device with kernels
@@ -72,8 +71,7 @@ def cat(
     dim = _checks.int_dim("cat", dim)
     if out is not None:
         return torch.cat(_checks.tensor_list(tensors, _NOT_A_LIST, _NOT_A_TENSOR), dim, out=out)
-    # the C entry point itself leaves torch.func transforms, subclasses and grad to torch.ops; not forward AD
-    if _FAST_CAT is not None and _fwAD._current_level < 0 and not _is_compiling():
+    if _FAST_CAT is not None and not _tracing():
         result = _FAST_CAT(tensors, dim)  # plain tensors that need no gradient; None: not handled there
         if result is not None:
             return result
@@ -120,7 +118,7 @@ def split(
         >>> [p.tolist() for p in tensorops.split(x, [2, 3], dim=1)]
         [[[0, 1], [5, 6]], [[2, 3, 4], [7, 8, 9]]]
     """
-    if out is None and _FAST_SPLIT is not None and _fwAD._current_level < 0 and not _is_compiling():
+    if out is None and _FAST_SPLIT is not None and not _tracing():
         # plain tensors that need no gradient, exact ints: the whole call in C; None: anything else, and errors
         result = _FAST_SPLIT(tensor, split_size_or_sections, dim)
         if result is not None:

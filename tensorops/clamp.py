@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Optional, Tuple, Union
 
 import torch
-import torch.autograd.forward_ad as _fwAD
 
 from tensorops import _extension, _routing, reference
 from tensorops._checks import check_bound, no_bounds, where
@@ -15,7 +14,7 @@ __all__ = ["clamp", "clamp_"]
 Bound = Union[None, bool, int, float, torch.Tensor]
 # The lean C++ entry for plain tensors and number bounds (None: not handled there; see csrc/cpu/py_entry.cpp)
 _FAST_CLAMP = getattr(_extension._C, "clamp_fast", None)
-_is_compiling = torch.compiler.is_compiling  # bound once: torch.compile traces it as True, eager pays one call
+_tracing = _extension.dynamo_tracing  # bound once; see _extension.dynamo_tracing
 # Tensor bounds through autograd below this many input elements: torch.clamp's own autograd costs less than the
 # op's Function (measured by `python -m benchmarks.crossover`, compiled into crossover.h). Tests set it to 0 to
 # run the kernels on tiny inputs too.
@@ -128,7 +127,7 @@ def clamp(
         >>> tensorops.clamp(torch.tensor([0, 5, 10]), max=7.5)
         tensor([0.0000, 5.0000, 7.5000])
     """
-    if out is None and _FAST_CLAMP is not None and _fwAD._current_level < 0 and not _is_compiling():
+    if out is None and _FAST_CLAMP is not None and not _tracing():
         try:  # plain tensors, no gradient, no transform; None: not handled there
             result = _FAST_CLAMP(input, min, max)
         except RuntimeError:

@@ -17,7 +17,7 @@ import torch.autograd.forward_ad as _fwAD
 from tensorops import _extension, _routing, reference
 from tensorops._checks import check_bound, no_bounds, where
 from tensorops.clamp import Bound
-from tensorops.clamp import _FAST_CLAMP, _is_compiling
+from tensorops.clamp import _FAST_CLAMP, _tracing
 from tensorops.clamp import clamp as _clamp_tensor
 from tensorops.clamp import clamp_ as _clamp_tensor_
 
@@ -164,7 +164,9 @@ def clamp_list_(tensors: TensorList, min: Bound = None, max: Bound = None) -> Li
 
 
 # ---- public front doors: one tensor or a list -------------------------------------------------------------------
-def clamp(input: Union[torch.Tensor, TensorList], min: Bound = None, max: Bound = None, **kwargs):
+def clamp(
+    input: Union[torch.Tensor, TensorList], min: Bound = None, max: Bound = None, *, out: Optional[torch.Tensor] = None
+):
     """``torch.clamp`` for one tensor, or for every tensor of a list in one pass.
 
     * ``input`` a tensor: exactly :func:`tensorops.clamp.clamp` (``torch.clamp``'s drop-in; see its docstring).
@@ -181,7 +183,7 @@ def clamp(input: Union[torch.Tensor, TensorList], min: Bound = None, max: Bound 
         >>> [o.abs().max().item() <= 1 for o in out]
         [True, True, True]
     """
-    if not kwargs and _FAST_CLAMP is not None and _fwAD._current_level < 0 and not _is_compiling():
+    if out is None and _FAST_CLAMP is not None and not _tracing():
         try:  # the common tiny eager call, straight to the C entry (None: not handled there; a list is not)
             result = _FAST_CLAMP(input, min, max)
         except RuntimeError:
@@ -189,10 +191,10 @@ def clamp(input: Union[torch.Tensor, TensorList], min: Bound = None, max: Bound 
         if result is not None:
             return result
     if type(input) is list or type(input) is tuple:
-        if kwargs:
-            raise TypeError(f"{where('clamp')}a list of tensors takes no {', '.join(kwargs)} argument")
+        if out is not None:
+            raise TypeError(f"{where('clamp')}a list of tensors takes no out argument")
         return clamp_list(input, min, max)
-    return _clamp_tensor(input, min, max, **kwargs)
+    return _clamp_tensor(input, min, max, out=out)
 
 
 def clamp_(input: Union[torch.Tensor, TensorList], min: Bound = None, max: Bound = None, **kwargs):

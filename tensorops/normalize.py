@@ -6,7 +6,6 @@ import numbers
 from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
-import torch.autograd.forward_ad as _fwAD
 
 from tensorops import _checks, _extension, _routing, reference
 from tensorops._checks import FLOATS, FORMATS, INT_SCALES, where
@@ -17,7 +16,7 @@ __all__ = ["normalize"]
 Stat = Union[float, Sequence[float], torch.Tensor]
 # The lean C++ entry for plain tensors with numbers as statistics (None: not handled there; see py_entry.cpp)
 _FAST_NORMALIZE = getattr(_extension._C, "normalize_fast", None)
-_is_compiling = torch.compiler.is_compiling  # bound once: torch.compile traces it as True, eager pays one call
+_tracing = _extension.dynamo_tracing  # bound once; see _extension.dynamo_tracing
 # What the kernels cover: uint8, uint16 and floating input (the wrapper rejects other dtypes), read through an
 # iteration plan (at most max_kernel_dims dims)
 KERNELS = _routing.Kernels(dtypes=frozenset(INT_SCALES) | frozenset(FLOATS), plan=True)
@@ -134,7 +133,7 @@ def normalize(
         >>> y.dtype, y.shape
         (torch.float32, torch.Size([8, 3, 224, 224]))
     """
-    if _FAST_NORMALIZE is not None and _fwAD._current_level < 0 and not _is_compiling():
+    if _FAST_NORMALIZE is not None and not _tracing():
         result = _FAST_NORMALIZE(input, mean, std, dim, dtype, scale, memory_format)  # None: not handled there
         if result is not None:
             return result

@@ -79,6 +79,41 @@ def test_clamp_lean_entry_leaves_the_rest_to_python():
         assert _C().clamp_fast(xg, -1.0, 1.0) is not None
 
 
+def test_lean_entries_leave_forward_ad_tangents_and_fake_tensors_to_python():
+    # The wrappers try the entry points without looking at forward AD (only at dynamo): the entries themselves
+    # must refuse a tensor with a tangent, or a view of one, and the wrapper's route must give the tangent.
+    import torch.autograd.forward_ad as fwAD
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    x, (lo, hi) = torch.randn(1, 3, 8, 8), _bounds(3)
+    u = torch.randint(0, 256, (1, 3, 8, 8), dtype=torch.uint8)
+    norm_args = (0.5, 0.2, -3, None, None, torch.preserve_format)
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(x, torch.ones_like(x))
+        lo_dual = fwAD.make_dual(lo, torch.ones_like(lo))
+        for t in (dual, dual[0], dual.transpose(2, 3)):  # the tangent of a view comes from its base
+            assert _C().clamp_fast(t, -0.5, 0.5) is None
+            assert _C().cat_fast([x, t], 0) is None
+            assert _C().split_fast(t, 1, 1) is None
+        assert _C().clamp_fast(x, lo_dual, hi) is None
+        assert _C().normalize_fast(dual, *norm_args) is None
+        # plain tensors inside a dual level: the entries may take them (no tangent to give)
+        assert _C().clamp_fast(x, -0.5, 0.5) is not None and _C().normalize_fast(u, *norm_args) is not None
+        tangent = fwAD.unpack_dual(tensorops.clamp(dual, -0.5, 0.5)).tangent
+        torch.testing.assert_close(tangent, ((x >= -0.5) & (x <= 0.5)).float())
+        tangent = fwAD.unpack_dual(tensorops.clamp(x, lo_dual, hi)).tangent
+        torch.testing.assert_close(tangent, ((x < lo) & (lo < hi)).float())
+        tangent = fwAD.unpack_dual(tensorops.cat([x, dual])).tangent
+        torch.testing.assert_close(tangent, torch.cat([torch.zeros_like(x), torch.ones_like(x)]))
+        tangents = [fwAD.unpack_dual(p).tangent for p in tensorops.split(dual, 1, 1)]
+        torch.testing.assert_close(torch.cat(tangents, 1), torch.ones_like(x))
+    with FakeTensorMode() as mode:  # as under non-strict torch.export, where dynamo is not tracing
+        fake = mode.from_tensor(x)
+        assert _C().clamp_fast(fake, -0.5, 0.5) is None and _C().split_fast(fake, 1, 1) is None
+        out = tensorops.clamp(fake, mode.from_tensor(lo), mode.from_tensor(hi))
+        assert out.shape == x.shape and type(out).__name__ == "FakeTensor"
+
+
 @pytest.mark.parametrize("layout", ["nchw", "nhwc"])
 def test_normalize_lean_entry_same_as_full_path(layout):
     x = torch.randint(0, 256, (1, 3, 8, 8), dtype=torch.uint8)

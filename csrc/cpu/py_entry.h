@@ -17,8 +17,12 @@ namespace py_entry {
 inline bool plain(PyObject* obj, bool grad_mode, at::Tensor const** out) {
   if (!THPVariable_CheckExact(obj)) return false;
   const at::Tensor& t = THPVariable_Unpack(obj);
-  // autograd_meta() is null for a tensor that never required grad: the common case needs no call
-  if (!t.defined() || (grad_mode && t.unsafeGetTensorImpl()->autograd_meta() != nullptr && t.requires_grad()))
+  // autograd_meta() is null for a tensor that never required grad and has no forward-AD tangent: the common case
+  // needs no call. A tangent (torch.autograd.forward_ad's one level, 0) is for the Python wrapper's route, which
+  // gives the result its tangent; so the wrappers need not look at forward AD before calling an entry point.
+  if (!t.defined()) return false;
+  if (t.unsafeGetTensorImpl()->autograd_meta() != nullptr &&
+      ((grad_mode && t.requires_grad()) || t._fw_grad(/*level=*/0).defined()))
     return false;
   static const c10::DispatchKeySet special({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot,
                                             c10::DispatchKey::FuncTorchBatched,
