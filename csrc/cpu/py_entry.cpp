@@ -214,7 +214,8 @@ PyObject* clamp_fast(PyObject* /*self*/, PyObject* args) {
     if (below == -1 && PyErr_Occurred()) return nullptr;
   }
   if (input->numel() < below) {  // tiny: torch.clamp's own call is cheaper than the op's
-    try {
+    try {  // below autograd, as the op would run: nothing here needs a graph (plain() checked)
+      at::AutoDispatchBelowAutograd below_autograd;
       return THPVariable_Wrap(tensors ? at::clamp(*input, tlo, thi) : at::clamp(*input, nlo, nhi));
     } catch (const c10::Error&) {
       Py_RETURN_NONE;  // the Python wrapper raises its own message
