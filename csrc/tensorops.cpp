@@ -5,6 +5,7 @@
 #include <Python.h>
 #include <torch/library.h>
 
+#include "tensorops/cpu_isa.h"
 #include "tensorops/plan.h"
 
 TORCH_LIBRARY(tensorops, m) {
@@ -100,8 +101,12 @@ PyObject* build_info(PyObject*, PyObject*) {
                        static_cast<int>(tensorops::kMaxPlanDims));
 }
 
+// cpu_isa() -> "avx512" | "avx2" | "base": the build of the CPU loops in use (cpu_isa.h; TENSOROPS_CPU_ISA caps it).
+PyObject* cpu_isa(PyObject*, PyObject*) { return PyUnicode_FromString(tensorops::cpu_isa_name()); }
+
 PyMethodDef methods[] = {
     {"build_info", build_info, METH_NOARGS, "How this extension was built."},
+    {"cpu_isa", cpu_isa, METH_NOARGS, "The build of the CPU loops in use: avx512, avx2 or base."},
     {"cat_fast", tensorops::cat_fast, METH_VARARGS,
      "cat_fast(tensors, dim): tensorops::cat below autograd for plain tensors that need no gradient, else None."},
     {"split_fast", tensorops::split_fast, METH_VARARGS,

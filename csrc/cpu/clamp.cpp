@@ -1,6 +1,6 @@
 // clamp on the CPU: one pass (threads as tensorops/parallel.h decides) over a strided plan (bounds broadcast by 0 strides, never
 // expanded in memory). The value rules and gradient masks are math.h's; the inner loops (clamp_loops.h) are
-// compiled for AVX2+FMA and for baseline x86-64. The backward is one pass that writes grad_input and sums the
+// compiled for AVX-512, AVX2+FMA and baseline x86-64. The backward is one pass that writes grad_input and sums the
 // bounds' gradients into buffers indexed by the bound's entry, one per thread used, reduced at the end.
 // Every function in this file, headers included, is compiled without trapping floating-point math: with it,
 // GCC will not turn the gradient weights' chains of compares and selects into vector blends (it sinks a
@@ -30,7 +30,9 @@ namespace {
 
 using namespace clamp_host;
 
-// ---- inner loops, built for AVX2+FMA and for baseline x86-64 -------------------------------------------------
+// ---- inner loops, built for AVX-512, for AVX2+FMA and for baseline x86-64 (cpu_isa.h) --------------------
+TENSOROPS_AVX512_BUILD
+#include "clamp_loops.h"
 TENSOROPS_AVX2_BUILD
 #include "clamp_loops.h"
 TENSOROPS_BASE_BUILD

@@ -1,4 +1,4 @@
-// clamp's CPU inner loops. Included twice by clamp.cpp (AVX2+FMA and baseline builds, see
+// clamp's CPU inner loops. Included once per build by clamp.cpp (AVX-512, AVX2+FMA, baseline; see
 // tensorops/cpu_isa.h), so no #pragma once and no includes: the names resolve in the including namespace.
 // Every value and gradient weight comes from math.h (the same functions the CUDA kernels call).
 //

@@ -22,7 +22,10 @@
 namespace tensorops {
 namespace {
 
-// ---- inner loops, built for AVX2+FMA and for baseline x86-64 -------------------------------------------------
+// ---- inner loops, built for AVX-512, for AVX2+FMA and for baseline x86-64 (cpu_isa.h) --------------------
+TENSOROPS_AVX512_BUILD
+#include "normalize_loops.h"
+#include "crop_mirror_normalize_loops.h"
 TENSOROPS_AVX2_BUILD
 #include "normalize_loops.h"
 #include "crop_mirror_normalize_loops.h"

@@ -1,5 +1,5 @@
 // crop_mirror_normalize's CPU inner loops, next to normalize's (normalize_loops.h, whose `emit` and
-// `affine_contiguous` they build on). Included twice by crop_mirror_normalize.cpp (AVX2+FMA and baseline
+// `affine_contiguous` they build on). Included once per build by crop_mirror_normalize.cpp (AVX-512, AVX2+FMA, baseline
 // builds, see tensorops/cpu_isa.h), after normalize_loops.h, so no #pragma once and no includes.
 // NOLINTBEGIN
 

@@ -1,7 +1,7 @@
 // The many-tensor clamp on the CPU: one parallel pass (parallel.h's policy) over the elements of every tensor in the list together
 // (a list of small tensors runs on the calling thread), not one task per tensor. A task finds
 // its first tensor by binary search over the prefix counts and walks the list from there, one contiguous run per
-// tensor, with clamp's own inner loops (clamp_loops.h: math.h's value rules, AVX2 and baseline builds).
+// tensor, with clamp's own inner loops (clamp_loops.h: math.h's value rules, AVX-512, AVX2 and baseline builds).
 #pragma GCC optimize("no-trapping-math")  // as clamp.cpp: lets GCC turn the selects into vector blends
 
 #include <algorithm>
@@ -28,6 +28,8 @@ using clamp_host::Acc;
 using foreach_clamp_host::from_bits;
 using foreach_clamp_host::Item;
 
+TENSOROPS_AVX512_BUILD
+#include "clamp_loops.h"
 TENSOROPS_AVX2_BUILD
 #include "clamp_loops.h"
 TENSOROPS_BASE_BUILD

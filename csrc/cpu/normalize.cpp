@@ -1,6 +1,6 @@
 // normalize on the CPU: one pass over the input (threads as tensorops/parallel.h decides); per statistics entry the coefficients
 // a = scale / std and b = -mean / std are computed once (math.h), and the inner loops are plain multiply-adds
-// over contiguous runs that the compiler vectorizes (compiled for AVX2+FMA and for baseline x86-64).
+// over contiguous runs that the compiler vectorizes (compiled for AVX-512, AVX2+FMA and baseline x86-64).
 #include <type_traits>  // the loop headers
 #include <vector>
 
@@ -20,7 +20,9 @@ namespace {
 
 using namespace normalize_host;
 
-// ---- inner loops, built for AVX2+FMA and for baseline x86-64 -------------------------------------------------
+// ---- inner loops, built for AVX-512, for AVX2+FMA and for baseline x86-64 (cpu_isa.h) --------------------
+TENSOROPS_AVX512_BUILD
+#include "normalize_loops.h"
 TENSOROPS_AVX2_BUILD
 #include "normalize_loops.h"
 TENSOROPS_BASE_BUILD

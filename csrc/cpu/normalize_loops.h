@@ -1,4 +1,4 @@
-// normalize's CPU inner loops. Included twice by normalize.cpp (AVX2+FMA and baseline builds, see
+// normalize's CPU inner loops. Included once per build by normalize.cpp (AVX-512, AVX2+FMA, baseline; see
 // tensorops/cpu_isa.h), so no #pragma once and no includes: the names resolve in the including namespace.
 // The including namespace defines `constexpr bool kF16C`: whether store_half_f16c may be used.
 // NOLINTBEGIN

@@ -9,7 +9,7 @@
 #define TENSOROPS_UNROLL
 #endif
 
-// Hot CPU loops are compiled twice, for AVX2+FMA and for baseline x86-64, and picked at run time (cpu_isa.h),
+// Hot CPU loops are compiled for AVX-512, for AVX2+FMA and for baseline x86-64, and picked at run time (cpu_isa.h),
 // so a build made on one machine stays correct on any x86-64 and still uses wide vectors where it can.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__CUDACC__) && \
     !defined(TENSOROPS_NO_AVX2)

@@ -1,0 +1,128 @@
+"""Every build of the CPU loops (csrc/include/tensorops/cpu_isa.h: AVX-512, AVX2+FMA, baseline) gives the same
+values. One battery of ops (clamp with number, per-channel, channels-last and elementwise bounds over every
+dtype, NaN included; clamp's fused backward; the list clamp; normalize to three dtypes and three layouts;
+crop_mirror_normalize) runs in a fresh process per build, with TENSOROPS_CPU_ISA capping the build, which the
+process reports back. Each result must equal torch's (or tensorops.reference's, within float32 rounding) in
+that process, and the builds' results must be bit-identical to each other, but for normalize's x * a + b,
+which the FMA builds round once and the baseline build twice."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import tensorops
+from conftest import requires_compiled
+
+pytestmark = requires_compiled
+
+ISAS = ("base", "avx2", "avx512")
+
+BATTERY = r'''
+import sys
+import torch
+import tensorops
+from tensorops import reference
+
+gen = torch.Generator().manual_seed(0)
+out = {}
+
+
+def same(name, ours, theirs):
+    torch.testing.assert_close(ours, theirs, rtol=0, atol=0, equal_nan=True, msg=name)
+    assert ours.dtype == theirs.dtype and ours.stride() == theirs.stride(), name
+    out[name] = ours
+
+
+x = torch.randn(2, 3, 37, 41, generator=gen) * 3
+x.view(-1)[::97] = float("nan")
+x_cl = x.contiguous(memory_format=torch.channels_last)
+lo = torch.linspace(-2.0, -0.5, 3).view(1, 3, 1, 1)
+hi = torch.linspace(0.5, 2.0, 3).view(1, 3, 1, 1)
+lo_full, hi_full = torch.randn(x.shape, generator=gen) - 1, torch.randn(x.shape, generator=gen) + 1
+for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int16,
+              torch.int8, torch.uint8, torch.int64):
+    xd = x.nan_to_num(0).mul(30).to(dtype) if not dtype.is_floating_point else x.to(dtype)
+    bounds = (-1.5, 1.25) if dtype.is_floating_point else (-20, 40)
+    same(f"clamp {dtype} numbers", tensorops.clamp(xd, *bounds), torch.clamp(xd, *bounds))
+    same(f"clamp {dtype} min only", tensorops.clamp(xd, min=bounds[0]), torch.clamp(xd, min=bounds[0]))
+    ld, hd = (lo * 20).to(dtype), (hi * 20).to(dtype)
+    same(f"clamp {dtype} (1,C,1,1)", tensorops.clamp(xd, ld, hd), torch.clamp(xd, ld, hd))
+    xc = xd.contiguous(memory_format=torch.channels_last)
+    same(f"clamp {dtype} channels_last", tensorops.clamp(xc, ld, hd), torch.clamp(xc, ld, hd))
+same("clamp bool", tensorops.clamp(x > 0, 0, 1), torch.clamp(x > 0, 0, 1))
+same("clamp elementwise", tensorops.clamp(x, lo_full, hi_full), torch.clamp(x, lo_full, hi_full))
+same("clamp max only elementwise", tensorops.clamp(x_cl, max=hi_full), torch.clamp(x_cl, max=hi_full))
+
+leaves = [t.clone().requires_grad_() for t in (x.nan_to_num(0), lo, hi)]
+g = torch.randn(x.shape, generator=gen)
+grads = torch.autograd.grad(tensorops.clamp(*leaves), leaves, g)
+theirs = torch.autograd.grad(torch.clamp(*leaves), leaves, g)
+same("clamp backward input", grads[0], theirs[0])
+for i, name in ((1, "min"), (2, "max")):  # sums over 2,500 entries: torch's order differs, ours must not
+    torch.testing.assert_close(grads[i], theirs[i], rtol=1e-5, atol=1e-4)
+    out[f"clamp backward {name}"] = grads[i]
+
+tensors = [x[0].clone(), x.double(), x[:, :2].half(), (x.nan_to_num(0) * 30).int()]
+for i, t in enumerate(tensorops.clamp(tensors, -1.0, 1.0)):
+    same(f"list clamp {i}", t, torch.clamp(tensors[i], -1.0, 1.0))
+
+u8 = torch.randint(0, 256, (2, 3, 37, 41), dtype=torch.uint8, generator=gen)
+mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+for layout, img in (("nchw", u8), ("channels_last", u8.contiguous(memory_format=torch.channels_last))):
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        for mf in (torch.preserve_format, torch.contiguous_format):
+            name = f"normalize {layout} {dtype} {mf}"
+            ours = tensorops.normalize(img, mean, std, dtype=dtype, memory_format=mf)
+            ref = reference.normalize(img, mean, std, dim=1, scale=1 / 255, dtype=dtype, memory_format=mf)
+            tol = 1e-5 if dtype == torch.float32 else 1e-2
+            torch.testing.assert_close(ours, ref, rtol=tol, atol=tol, msg=name)
+            out[name] = ours
+
+imgs = [torch.randint(0, 256, (3, 40 + i, 45), dtype=torch.uint8, generator=gen) for i in range(3)]
+out["crop_mirror_normalize"] = tensorops.crop_mirror_normalize(
+    imgs, mean, std, size=(32, 32), mirror=torch.tensor([0, 1, 1]).bool())
+
+torch.save(out, sys.argv[1])
+print(tensorops._extension._C.cpu_isa())
+'''
+
+
+def _run(isa: str, path: str) -> str:
+    env = dict(os.environ, TENSOROPS_CPU_ISA=isa)
+    proc = subprocess.run([sys.executable, "-c", BATTERY, path], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, f"the battery failed with TENSOROPS_CPU_ISA={isa}:\n{proc.stderr[-4000:]}"
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def test_cpu_isa_names_the_build_in_use():
+    assert tensorops._extension._C.cpu_isa() in ISAS
+
+
+def test_every_cpu_build_gives_torchs_values_and_the_same_bits(tmp_path):
+    best = tensorops._extension._C.cpu_isa()
+    if best == "base" and os.environ.get("TENSOROPS_CPU_ISA") is None:
+        pytest.skip("this CPU (or compiler) has only the baseline build: nothing to compare it with")
+    results = {}
+    for isa in ISAS[: ISAS.index(best) + 1]:
+        ran = _run(isa, str(tmp_path / f"{isa}.pt"))
+        assert ran == isa, f"asked for the {isa} build, the process ran {ran}"
+        results[isa] = torch.load(tmp_path / f"{isa}.pt")
+    first, *others = results
+    assert len(results[first]) > 50
+    for isa in others:
+        assert results[isa].keys() == results[first].keys()
+        for name, value in results[first].items():
+            theirs = results[isa][name]
+            if name.startswith(("normalize", "crop_mirror")) and "base" in (isa, first):
+                # x * a + b: the AVX2 and AVX-512 builds (like the CUDA kernels) fuse it into one rounding, the
+                # baseline build (no FMA instruction) rounds twice: at most one unit in the last place apart
+                eps = torch.finfo(value.dtype).eps
+                torch.testing.assert_close(theirs.double(), value.double(), rtol=eps, atol=eps, msg=name)
+                continue
+            bits = value.flatten().view(torch.uint8)  # NaN payloads and signed zeros included
+            assert torch.equal(theirs.flatten().view(torch.uint8), bits), f"{name}: {isa} != {first}"
