@@ -1,6 +1,6 @@
 // crop_mirror_normalize's CPU inner loops, next to normalize's (normalize_loops.h, whose `emit` and
-// `affine_contiguous` they build on). Included once per build by crop_mirror_normalize.cpp (AVX-512, AVX2+FMA, baseline
-// builds, see tensorops/cpu_isa.h), after normalize_loops.h, so no #pragma once and no includes.
+// `affine_contiguous` they build on). Included once per build by crop_mirror_normalize.cpp (AVX-512, AVX2+FMA,
+// baseline; see tensorops/cpu_isa.h), after normalize_loops.h, so no #pragma once and no includes.
 // NOLINTBEGIN
 
 // A mirrored crop row: y[t] from x[-t] (x points at the source element of y[0]); vectorizes to a reversed load.

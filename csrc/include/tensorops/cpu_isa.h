@@ -14,9 +14,9 @@
 // then calls TENSOROPS_CPU_DISPATCH(fn)(args...). Every build computes the same values from math.h (no
 // fast-math, no reassociation: wider vectors change no result), except that the AVX2 and AVX-512 builds, like
 // the CUDA kernels, fuse normalize's x * a + b into one rounding (FMA) where the baseline build rounds twice
-// (one unit in the last place at most). Each build sits in its own namespace (avx512,
-// avx2, base) that defines `constexpr bool kF16C`: whether the loops may store half outputs with the F16C
-// instruction (store_half_f16c, below; normalize_loops.h's `emit` does so).
+// (one unit in the last place at most). Each build sits in its own namespace (avx512, avx2, base) that defines
+// `constexpr bool kF16C`: whether the loops may store half outputs with the F16C instruction (store_half_f16c,
+// below; normalize_loops.h's `emit` does so).
 //
 // Why a third build: torch's own CPU kernels run AVX-512 where the CPU has it, and on the memory-bound passes
 // (clamp of a (32, 3, 224, 224) batch, 38.5 MB of traffic, much of it in the 32 MB L3) the AVX2 loops were a few
