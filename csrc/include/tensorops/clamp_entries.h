@@ -21,15 +21,25 @@ void inplace(const at::Tensor& input, const std::optional<Bound>& min, const std
 }
 
 // Registers a device's clamp ops in its TORCH_LIBRARY_IMPL block: the four forward ops from the two
-// implementations, and the two backward ops.
-template <auto TensorImpl, auto ScalarImpl, auto Backward, auto ScalarBackward>
-void register_ops(torch::Library& m) {
+// implementations, and the two backward ops (each half on its own where a device keeps them in two files).
+template <auto TensorImpl, auto ScalarImpl>
+void register_forward(torch::Library& m) {
   m.impl("clamp", &functional<TensorImpl, at::Tensor>);
   m.impl("clamp_", &inplace<TensorImpl, at::Tensor>);
   m.impl("clamp_scalar", &functional<ScalarImpl, at::Scalar>);
   m.impl("clamp_scalar_", &inplace<ScalarImpl, at::Scalar>);
+}
+
+template <auto Backward, auto ScalarBackward>
+void register_backward(torch::Library& m) {
   m.impl("clamp_backward", Backward);
   m.impl("clamp_scalar_backward", ScalarBackward);
+}
+
+template <auto TensorImpl, auto ScalarImpl, auto Backward, auto ScalarBackward>
+void register_ops(torch::Library& m) {
+  register_forward<TensorImpl, ScalarImpl>(m);
+  register_backward<Backward, ScalarBackward>(m);
 }
 
 }  // namespace clamp_entries

@@ -25,9 +25,38 @@
 #define TENSOROPS_DISPATCH_CLAMP(TYPE, NAME, ...) \
   AT_DISPATCH_V2(TYPE, NAME, AT_WRAP(__VA_ARGS__), AT_EXPAND(AT_ALL_TYPES), at::kHalf, at::kBFloat16, at::kBool)
 
+// clamp with number bounds: every real dtype (torch has no bool kernel for it, and neither has tensorops).
+#define TENSOROPS_DISPATCH_CLAMP_NUMBER(TYPE, NAME, ...) \
+  AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, TYPE, NAME, __VA_ARGS__)
+
 // the many-tensor clamp: every real dtype (bool lists go to torch).
 #define TENSOROPS_DISPATCH_FOREACH_CLAMP(TYPE, NAME, ...) \
   AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, TYPE, NAME, __VA_ARGS__)
+
+// The emulated device (csrc/emulated/, TENSOROPS_EMULATED) compiles the CUDA kernels for one dtype of each
+// element size and accumulation type - uint8, int64, float16, float32, float64 (and bool where an op takes it) -
+// rather than all of them: the other instantiations differ only in the element type, and the three sanitizer
+// builds then compile in minutes. The shipped builds are not affected.
+#ifdef TENSOROPS_EMULATED
+#undef TENSOROPS_DISPATCH_FLOATING
+#undef TENSOROPS_DISPATCH_NORMALIZE_INPUT
+#undef TENSOROPS_DISPATCH_CMN_INPUT
+#undef TENSOROPS_DISPATCH_CLAMP
+#undef TENSOROPS_DISPATCH_CLAMP_NUMBER
+#undef TENSOROPS_DISPATCH_FOREACH_CLAMP
+#define TENSOROPS_DISPATCH_FLOATING(TYPE, NAME, ...) \
+  AT_DISPATCH_V2(TYPE, NAME, AT_WRAP(__VA_ARGS__), at::kFloat, at::kDouble, at::kHalf)
+#define TENSOROPS_DISPATCH_NORMALIZE_INPUT(TYPE, NAME, ...) \
+  AT_DISPATCH_V2(TYPE, NAME, AT_WRAP(__VA_ARGS__), at::kByte, at::kFloat, at::kDouble, at::kHalf)
+#define TENSOROPS_DISPATCH_CMN_INPUT(TYPE, NAME, ...) \
+  AT_DISPATCH_V2(TYPE, NAME, AT_WRAP(__VA_ARGS__), at::kByte, at::kFloat, at::kHalf)
+#define TENSOROPS_DISPATCH_CLAMP(TYPE, NAME, ...) \
+  AT_DISPATCH_V2(TYPE, NAME, AT_WRAP(__VA_ARGS__), at::kByte, at::kLong, at::kHalf, at::kFloat, at::kDouble, at::kBool)
+#define TENSOROPS_DISPATCH_CLAMP_NUMBER(TYPE, NAME, ...) \
+  AT_DISPATCH_V2(TYPE, NAME, AT_WRAP(__VA_ARGS__), at::kByte, at::kLong, at::kHalf, at::kFloat, at::kDouble)
+#define TENSOROPS_DISPATCH_FOREACH_CLAMP(TYPE, NAME, ...) \
+  AT_DISPATCH_V2(TYPE, NAME, AT_WRAP(__VA_ARGS__), at::kByte, at::kLong, at::kHalf, at::kFloat, at::kDouble)
+#endif
 
 namespace tensorops {
 

@@ -22,12 +22,23 @@ at::Tensor normalize_tensor_with(const at::Tensor& input, const at::Tensor& mean
   return out;
 }
 
-// Registers a device's normalize ops in its TORCH_LIBRARY_IMPL block.
-template <auto Normalize, auto NormalizeTensor, auto NormalizeTensorBackward>
-void register_ops(torch::Library& m) {
+// Registers a device's normalize ops in its TORCH_LIBRARY_IMPL block (each half on its own where a device keeps
+// the forward and the backward in two files).
+template <auto Normalize, auto NormalizeTensor>
+void register_forward(torch::Library& m) {
   m.impl("normalize", Normalize);
   m.impl("normalize_tensor", NormalizeTensor);
+}
+
+template <auto NormalizeTensorBackward>
+void register_backward(torch::Library& m) {
   m.impl("normalize_tensor_backward", NormalizeTensorBackward);
+}
+
+template <auto Normalize, auto NormalizeTensor, auto NormalizeTensorBackward>
+void register_ops(torch::Library& m) {
+  register_forward<Normalize, NormalizeTensor>(m);
+  register_backward<NormalizeTensorBackward>(m);
 }
 
 }  // namespace normalize_entries

@@ -1,0 +1,541 @@
+// The emulated CUDA device: runs tensorops' CUDA kernel source (csrc/include/tensorops/kernels/*.cuh) as plain
+// C++ on the host, so every kernel executes on every CI run, on a machine without a GPU, and under
+// AddressSanitizer + UBSan or ThreadSanitizer. Included instead of the CUDA runtime when TENSOROPS_EMULATED is
+// defined (cuda_utils.cuh); nothing here is compiled into the shipped extension.
+//
+// The model, chosen so that the sanitizers see what a GPU would do wrong:
+//  * One OS thread per CUDA thread of a block; the blocks of a launch run one after another, on the same threads.
+//    A launch runs every block, or the subset set with set_block_filter() (first, last, the blocks whose
+//    grid-stride counters pass 2^31 or 2^32 ...), so the index-width paths run on multi-GB tensors in seconds.
+//  * `__shared__` is a static object per kernel instantiation (blocks never overlap, so one copy serves all);
+//    dynamic shared memory (TENSOROPS_DYNAMIC_SHARED) is a heap block of exactly the launch's size, filled with
+//    0xCD at the start of every block (shared memory starts undefined on a GPU): ASan reports a read or write
+//    one past its end.
+//  * __syncthreads is a barrier over the block's live threads (a thread that returned drops out, as on sm_70+).
+//    Threads that meet at different __syncthreads calls are reported with both source lines.
+//  * Warp collectives (__shfl_*_sync, __all/__any/__ballot_sync, __syncwarp) are an exchange among the 32 lanes of
+//    a warp: only the full mask is emulated, and a lane that left before its warp's collective, or lanes that
+//    meet at different call sites, are reported with the source line.
+//  * Atomics are std::atomic_ref; everything else (memory, vector types with their alignment, c10::Half) is the
+//    host's. Barriers are a mutex and condition variables, so ThreadSanitizer sees their ordering: a missing
+//    __syncthreads between a shared-memory write and another thread's read is reported as a data race.
+// What it cannot see: races between blocks (they run in turn), code under #ifdef __CUDA_ARCH__ (the host branch
+// compiles instead), inline PTX, partial-mask collectives, FMA contraction (nvcc contracts a*b+c; g++ does not
+// unless told), launch limits (registers, the 4 KB / 32 KB parameter limit), and speed.
+//
+// Host side: kernels are launched through tensorops::cuda::launch (cuda_utils.cuh), which calls emu::launch here.
+// The launch records its kernel's name (dladdr: the emulated build exports the kernels), its grid and the blocks
+// it ran; the stand-ins for the CUDA runtime calls of the launch code (pinned blocks, host-to-device copies,
+// capture status) record events too. The emulated extension (csrc/emulated/module.cpp) hands both to the tests.
+#pragma once
+#include <cxxabi.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <source_location>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__
+#define __shared__ static
+#define __launch_bounds__(...)
+#define __grid_constant__
+
+struct uint3 {
+  unsigned int x, y, z;
+};
+struct dim3 {
+  unsigned int x, y, z;
+  constexpr dim3(unsigned int x_ = 1, unsigned int y_ = 1, unsigned int z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+struct alignas(8) uint2 {
+  unsigned int x, y;
+};
+struct alignas(16) uint4 {
+  unsigned int x, y, z, w;
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+
+inline thread_local uint3 threadIdx{0, 0, 0};
+inline thread_local uint3 blockIdx{0, 0, 0};
+inline thread_local dim3 blockDim{1, 1, 1};
+inline thread_local dim3 gridDim{1, 1, 1};
+constexpr int warpSize = 32;
+
+// The device math library's min/max overloads (CUDA declares them at global scope).
+#define TENSOROPS_EMU_MINMAX(T)                                    \
+  inline T min(T a, T b) { return b < a ? b : a; }                \
+  inline T max(T a, T b) { return a < b ? b : a; }
+TENSOROPS_EMU_MINMAX(int)
+TENSOROPS_EMU_MINMAX(unsigned int)
+TENSOROPS_EMU_MINMAX(long)
+TENSOROPS_EMU_MINMAX(unsigned long)
+TENSOROPS_EMU_MINMAX(long long)
+TENSOROPS_EMU_MINMAX(unsigned long long)
+TENSOROPS_EMU_MINMAX(float)
+TENSOROPS_EMU_MINMAX(double)
+#undef TENSOROPS_EMU_MINMAX
+
+template <typename T>
+inline T __ldg(const T* p) {
+  return *p;
+}
+
+namespace tensorops {
+namespace emu {
+
+using Site = std::source_location;
+
+inline std::string where(const Site& s) { return std::string(s.file_name()) + ":" + std::to_string(s.line()); }
+inline bool same_site(const Site& a, const Site& b) {
+  return a.line() == b.line() && a.column() == b.column() && std::strcmp(a.file_name(), b.file_name()) == 0;
+}
+
+// Thrown inside a kernel thread to leave the kernel once the launch has failed (caught by the launch).
+struct Abort {};
+
+// The state of one running launch, shared by its threads and guarded by one mutex.
+class Launch {
+ public:
+  Launch(int threads, size_t smem) : threads_(threads), smem_bytes_(smem), warps_((threads + 31) / 32) {}
+
+  // ---- block lifecycle (called by the thread pool of emu::launch) ----
+  void begin_block() {  // by the launcher, before the threads start a block
+    live_ = threads_;
+    sync_arrived_ = 0;
+    waiting_ = 0;
+    for (size_t w = 0; w < warps_.size(); ++w) {
+      Warp& wp = warps_[w];
+      wp.size = std::min(32, threads_ - static_cast<int>(w) * 32);
+      wp.live = wp.size;
+      wp.arrived = 0;
+    }
+    smem_.reset(new unsigned char[smem_bytes_]);
+    if (smem_bytes_) std::memset(smem_.get(), 0xCD, smem_bytes_);
+  }
+  unsigned char* dynamic_shared() { return smem_.get(); }
+
+  // A thread left the kernel body (returned, or aborted): it drops out of the block's and its warp's barriers.
+  void thread_exited(int t) {
+    std::unique_lock<std::mutex> lock(m_);
+    --live_;
+    if (sync_arrived_ > 0 && sync_arrived_ == live_) release_sync(sync_arrived_);
+    Warp& w = warps_[t / 32];
+    --w.live;
+    if (w.arrived > 0 && w.arrived == w.live) {
+      fail_locked("lane " + std::to_string(t % 32) + " of warp " + std::to_string(t / 32) +
+                  " left the kernel while the other lanes wait at the full-mask warp collective at " +
+                  where(w.site));
+      release_warp(w, w.arrived);
+    }
+    check_deadlock();
+  }
+
+  // ---- __syncthreads ----
+  void syncthreads(const Site& site) {
+    std::unique_lock<std::mutex> lock(m_);
+    check_abort();
+    if (sync_arrived_ == 0) {
+      sync_site_ = site;
+    } else if (!same_site(site, sync_site_)) {
+      fail_locked("threads of one block wait at different __syncthreads: " + where(sync_site_) + " and " +
+                  where(site));
+      throw Abort{};
+    }
+    ++sync_arrived_;
+    if (sync_arrived_ == live_) {
+      release_sync(sync_arrived_ - 1);
+      return;
+    }
+    const uint64_t gen = sync_gen_;
+    park();
+    cv_.wait(lock, [&] { return sync_gen_ != gen || aborted_; });
+    check_abort();
+  }
+
+  // ---- warp collectives: every live lane deposits 8 bytes, all see every lane's ----
+  void warp_exchange(int t, unsigned mask, uint64_t value, const char* what, const Site& site, uint64_t* all) {
+    std::unique_lock<std::mutex> lock(m_);
+    check_abort();
+    if (mask != 0xffffffffu) {
+      fail_locked(std::string(what) + " with mask " + std::to_string(mask) + " at " + where(site) +
+                  ": only the full mask is emulated");
+      throw Abort{};
+    }
+    Warp& w = warps_[t / 32];
+    if (w.size != 32) {
+      fail_locked(std::string(what) + " at " + where(site) + " in a warp of " + std::to_string(w.size) +
+                  " threads (the block size is not a multiple of 32)");
+      throw Abort{};
+    }
+    if (w.arrived == 0) {
+      w.site = site;
+    } else if (!same_site(site, w.site)) {
+      fail_locked("lanes of warp " + std::to_string(t / 32) + " meet at different warp collectives: " +
+                  where(w.site) + " and " + std::string(what) + " at " + where(site));
+      throw Abort{};
+    }
+    w.slot[t % 32] = value;
+    ++w.arrived;
+    if (w.arrived == w.live) {
+      if (w.live != 32) {
+        fail_locked(std::string(what) + " at " + where(site) + ": " + std::to_string(32 - w.live) +
+                    " lane(s) of warp " + std::to_string(t / 32) + " already left the kernel (full mask)");
+        release_warp(w, w.arrived - 1);
+        throw Abort{};
+      }
+      std::memcpy(w.result, w.slot, sizeof(w.slot));
+      release_warp(w, w.arrived - 1);
+    } else {
+      const uint64_t gen = w.gen;
+      park();
+      cv_.wait(lock, [&] { return w.gen != gen || aborted_; });
+      check_abort();
+    }
+    std::memcpy(all, w.result, sizeof(w.result));
+  }
+
+  // ---- failures ----
+  void fail(const std::string& msg) {
+    std::unique_lock<std::mutex> lock(m_);
+    fail_locked(msg);
+  }
+  bool aborted() {
+    std::unique_lock<std::mutex> lock(m_);
+    return aborted_;
+  }
+  std::string error() {
+    std::unique_lock<std::mutex> lock(m_);
+    return error_;
+  }
+
+ private:
+  struct Warp {
+    int size = 32, live = 32, arrived = 0;
+    uint64_t gen = 0;
+    Site site;
+    uint64_t slot[32] = {}, result[32] = {};
+  };
+  // `parked`: the threads waiting at the barrier being released (the releasing thread is not one of them).
+  void release_sync(int parked) {
+    sync_arrived_ = 0;
+    ++sync_gen_;
+    waiting_ -= parked;
+    cv_.notify_all();
+  }
+  void release_warp(Warp& w, int parked) {
+    w.arrived = 0;
+    ++w.gen;
+    waiting_ -= parked;
+    cv_.notify_all();
+  }
+  // A thread is about to wait at a barrier. When every live thread of the block waits and none of the barriers can
+  // open (threads split between __syncthreads and a warp collective, or between two warp collectives), a GPU
+  // hangs: report it instead.
+  void park() {
+    ++waiting_;
+    check_deadlock();
+  }
+  void check_deadlock() {
+    if (live_ > 0 && waiting_ == live_ && !aborted_) {
+      fail_locked("deadlock: all " + std::to_string(live_) +
+                  " live threads of the block wait at barriers that cannot open (" + std::to_string(sync_arrived_) +
+                  " at __syncthreads " + (sync_arrived_ ? where(sync_site_) : std::string("-")) +
+                  ", the rest at warp collectives)");
+    }
+  }
+  void check_abort() {
+    if (aborted_) throw Abort{};
+  }
+  void fail_locked(const std::string& msg) {
+    if (!aborted_) error_ = msg;
+    aborted_ = true;
+    cv_.notify_all();
+  }
+
+  const int threads_;
+  const size_t smem_bytes_;
+  std::unique_ptr<unsigned char[]> smem_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  int live_ = 0, sync_arrived_ = 0, waiting_ = 0;
+  uint64_t sync_gen_ = 0;
+  Site sync_site_;
+  std::vector<Warp> warps_;
+  bool aborted_ = false;
+  std::string error_;
+};
+
+// The calling kernel thread's place: its launch and its linear thread index in the block.
+struct ThreadPlace {
+  Launch* launch = nullptr;
+  int thread = 0;
+};
+inline thread_local ThreadPlace place;
+
+inline Launch& current_launch() {
+  if (place.launch == nullptr) {
+    std::fprintf(stderr, "tensorops emulator: a device intrinsic was called outside a kernel launch\n");
+    std::abort();
+  }
+  return *place.launch;
+}
+
+// ---- what the launches and the runtime stand-ins did (read by the tests through the emulated module) -----------
+struct Record {
+  std::mutex m;
+  std::vector<std::string> events;  // "launch <kernel> grid=G block=B smem=S ran=R", "pinned_alloc", ...
+  std::vector<int64_t> block_filter;  // blocks to run (negative: from the end); empty: all
+  bool capturing = false;             // what stream_capturing() answers
+};
+inline Record& record() {
+  static Record r;
+  return r;
+}
+inline void add_event(std::string e) {
+  Record& r = record();
+  std::lock_guard<std::mutex> lock(r.m);
+  r.events.push_back(std::move(e));
+}
+
+// The kernel's name from its address: the emulated build exports its kernels (namespace tensorops::kernels).
+inline std::string kernel_name(const void* fn) {
+  Dl_info info;
+  if (dladdr(fn, &info) != 0 && info.dli_sname != nullptr && info.dli_saddr == fn) {
+    int status = 0;
+    char* d = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
+    std::string name = status == 0 && d != nullptr ? d : info.dli_sname;
+    std::free(d);
+    return name;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "<unnamed kernel at %p>", fn);
+  return buf;
+}
+
+// Runs `body` (the kernel called with its arguments) as a launch of grid x block threads with `smem` bytes of
+// dynamic shared memory. Launches never overlap (one device, one stream). Throws std::runtime_error naming the
+// kernel when a thread failed (an emulator report, or an exception from the kernel body).
+inline void launch(const void* kernel, dim3 grid, dim3 block, size_t smem, const std::function<void()>& body) {
+  static std::mutex one_at_a_time;
+  std::lock_guard<std::mutex> serial(one_at_a_time);
+  const std::string name = kernel_name(kernel);
+  const int64_t nblocks = int64_t{grid.x} * grid.y * grid.z;
+  const int threads = static_cast<int>(block.x * block.y * block.z);
+  if (nblocks < 1 || threads < 1 || threads > 1024 || grid.y > 65535 || grid.z > 65535 ||
+      grid.x > 2147483647u) {
+    throw std::runtime_error("tensorops emulator: invalid launch configuration of " + name + ": grid (" +
+                             std::to_string(grid.x) + ", " + std::to_string(grid.y) + ", " + std::to_string(grid.z) +
+                             "), block of " + std::to_string(threads) + " threads");
+  }
+  std::vector<int64_t> run;
+  {
+    Record& r = record();
+    std::lock_guard<std::mutex> lock(r.m);
+    if (r.block_filter.empty()) {
+      run.resize(static_cast<size_t>(nblocks));
+      for (int64_t b = 0; b < nblocks; ++b) run[static_cast<size_t>(b)] = b;
+    } else {
+      for (int64_t b : r.block_filter) {
+        const int64_t k = b < 0 ? nblocks + b : b;
+        if (k >= 0 && k < nblocks) run.push_back(k);
+      }
+      std::sort(run.begin(), run.end());
+      run.erase(std::unique(run.begin(), run.end()), run.end());
+    }
+  }
+  Launch L(threads, smem);
+  // One thread per CUDA thread; all of them run the blocks in turn, meeting at a block gate between blocks.
+  std::mutex gate_m;
+  std::condition_variable gate_cv;
+  int at_gate = 0;
+  size_t block_no = 0;
+  bool stop = false;
+  std::string thread_error;
+  if (!run.empty()) L.begin_block();
+  auto worker = [&](int t) {
+    place = ThreadPlace{&L, t};
+    blockDim = block;
+    gridDim = grid;
+    threadIdx = uint3{t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
+    for (size_t i = 0;; ++i) {
+      {
+        std::unique_lock<std::mutex> lock(gate_m);
+        gate_cv.wait(lock, [&] { return block_no >= i || stop; });
+        if (stop || i >= run.size()) break;
+      }
+      const int64_t b = run[i];
+      blockIdx = uint3{static_cast<unsigned>(b % grid.x), static_cast<unsigned>((b / grid.x) % grid.y),
+                       static_cast<unsigned>(b / (int64_t{grid.x} * grid.y))};
+      try {
+        body();
+      } catch (const Abort&) {
+      } catch (const std::exception& e) {
+        L.fail(std::string("exception in thread ") + std::to_string(t) + " of block " + std::to_string(b) + ": " +
+               e.what());
+      }
+      L.thread_exited(t);
+      std::unique_lock<std::mutex> lock(gate_m);
+      if (++at_gate == threads) {  // the last thread of this block opens the gate for the next
+        at_gate = 0;
+        if (L.aborted() || i + 1 >= run.size()) {
+          stop = true;
+        } else {
+          L.begin_block();
+        }
+        block_no = i + 1;
+        gate_cv.notify_all();
+      } else {
+        const size_t next = i + 1;
+        gate_cv.wait(lock, [&] { return block_no >= next || stop; });
+      }
+      if (stop) break;
+    }
+    place = ThreadPlace{};
+  };
+  if (!run.empty()) {
+    std::vector<std::thread> pool;
+    pool.reserve(static_cast<size_t>(threads));
+    for (int t = 0; t < threads; ++t) pool.emplace_back(worker, t);
+    for (auto& th : pool) th.join();
+  }
+  add_event("launch " + name + " grid=" + std::to_string(nblocks) + " block=" + std::to_string(threads) +
+            " smem=" + std::to_string(smem) + " ran=" + std::to_string(run.size()));
+  if (L.aborted()) throw std::runtime_error("tensorops emulator: " + name + ": " + L.error());
+}
+
+inline unsigned char* dynamic_shared() { return current_launch().dynamic_shared(); }
+
+template <typename T>
+inline uint64_t to_bits(T v) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "warp collectives move up to 8 bytes");
+  uint64_t b = 0;
+  std::memcpy(&b, &v, sizeof(T));
+  return b;
+}
+template <typename T>
+inline T from_bits(uint64_t b) {
+  T v;
+  std::memcpy(&v, &b, sizeof(T));
+  return v;
+}
+inline int lane() { return place.thread % 32; }
+inline void exchange(unsigned mask, uint64_t v, const char* what, const Site& site, uint64_t* all) {
+  current_launch().warp_exchange(place.thread, mask, v, what, site, all);
+}
+
+}  // namespace emu
+}  // namespace tensorops
+
+// ---- device intrinsics --------------------------------------------------------------------------------------
+inline void __syncthreads(std::source_location site = std::source_location::current()) {
+  tensorops::emu::current_launch().syncthreads(site);
+}
+inline void __syncwarp(unsigned mask = 0xffffffffu, std::source_location site = std::source_location::current()) {
+  uint64_t all[32];
+  tensorops::emu::exchange(mask, 0, "__syncwarp", site, all);
+}
+template <typename T>
+inline T __shfl_sync(unsigned mask, T v, int src, int width = 32,
+                     std::source_location site = std::source_location::current()) {
+  uint64_t all[32];
+  tensorops::emu::exchange(mask, tensorops::emu::to_bits(v), "__shfl_sync", site, all);
+  const int l = tensorops::emu::lane();
+  return tensorops::emu::from_bits<T>(all[(l / width) * width + (src % width + width) % width]);
+}
+template <typename T>
+inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32,
+                          std::source_location site = std::source_location::current()) {
+  uint64_t all[32];
+  tensorops::emu::exchange(mask, tensorops::emu::to_bits(v), "__shfl_down_sync", site, all);
+  const int l = tensorops::emu::lane();
+  const int src = l % width + static_cast<int>(delta);
+  return src < width ? tensorops::emu::from_bits<T>(all[(l / width) * width + src]) : v;
+}
+template <typename T>
+inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32,
+                        std::source_location site = std::source_location::current()) {
+  uint64_t all[32];
+  tensorops::emu::exchange(mask, tensorops::emu::to_bits(v), "__shfl_up_sync", site, all);
+  const int l = tensorops::emu::lane();
+  const int src = l % width - static_cast<int>(delta);
+  return src >= 0 ? tensorops::emu::from_bits<T>(all[(l / width) * width + src]) : v;
+}
+template <typename T>
+inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32,
+                         std::source_location site = std::source_location::current()) {
+  uint64_t all[32];
+  tensorops::emu::exchange(mask, tensorops::emu::to_bits(v), "__shfl_xor_sync", site, all);
+  const int l = tensorops::emu::lane();
+  const int src = (l % width) ^ lane_mask;
+  return src < width ? tensorops::emu::from_bits<T>(all[(l / width) * width + src]) : v;
+}
+inline unsigned __ballot_sync(unsigned mask, int pred, std::source_location site = std::source_location::current()) {
+  uint64_t all[32];
+  tensorops::emu::exchange(mask, pred != 0, "__ballot_sync", site, all);
+  unsigned r = 0;
+  for (int i = 0; i < 32; ++i) r |= static_cast<unsigned>(all[i] != 0) << i;
+  return r;
+}
+inline int __all_sync(unsigned mask, int pred, std::source_location site = std::source_location::current()) {
+  uint64_t all[32];
+  tensorops::emu::exchange(mask, pred != 0, "__all_sync", site, all);
+  for (int i = 0; i < 32; ++i)
+    if (all[i] == 0) return 0;
+  return 1;
+}
+inline int __any_sync(unsigned mask, int pred, std::source_location site = std::source_location::current()) {
+  uint64_t all[32];
+  tensorops::emu::exchange(mask, pred != 0, "__any_sync", site, all);
+  for (int i = 0; i < 32; ++i)
+    if (all[i] != 0) return 1;
+  return 0;
+}
+
+// ---- atomics ------------------------------------------------------------------------------------------------
+template <typename T>
+inline T atomicAdd(T* address, T v) {
+  return std::atomic_ref<T>(*address).fetch_add(v);
+}
+template <typename T>
+inline T atomicExch(T* address, T v) {
+  return std::atomic_ref<T>(*address).exchange(v);
+}
+template <typename T>
+inline T atomicCAS(T* address, T expected, T desired) {
+  std::atomic_ref<T>(*address).compare_exchange_strong(expected, desired);
+  return expected;
+}
+template <typename T>
+inline T atomicMax(T* address, T v) {
+  std::atomic_ref<T> a(*address);
+  T old = a.load();
+  while (old < v && !a.compare_exchange_weak(old, v)) {
+  }
+  return old;
+}
+template <typename T>
+inline T atomicMin(T* address, T v) {
+  std::atomic_ref<T> a(*address);
+  T old = a.load();
+  while (v < old && !a.compare_exchange_weak(old, v)) {
+  }
+  return old;
+}

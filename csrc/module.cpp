@@ -1,0 +1,60 @@
+// The Python module tensorops._C: build information and the lean eager entry points. Importing it loads the
+// library, whose static initializers register every op (schemas: tensorops.cpp; kernels: cpu/, cuda/).
+#include <Python.h>
+
+#include "tensorops/cpu_isa.h"
+#include "tensorops/plan.h"
+
+// ----- fast eager entry points (csrc/cpu/py_entry.cpp) ------------------------------------------------------
+namespace tensorops {
+PyObject* cat_fast(PyObject*, PyObject*);
+PyObject* split_fast(PyObject*, PyObject*);
+PyObject* normalize_fast(PyObject*, PyObject*);
+PyObject* clamp_fast(PyObject*, PyObject*);
+PyObject* native_below(PyObject*, PyObject*);
+PyObject* parallel_stats(PyObject*, PyObject*);
+}  // namespace tensorops
+
+// ----- build information ----------------------------------------------------------------------------------
+namespace {
+
+PyObject* build_info(PyObject*, PyObject*) {
+#ifdef TENSOROPS_WITH_CUDA
+  PyObject* cuda = Py_True;
+#else
+  PyObject* cuda = Py_False;
+#endif
+  // max_kernel_dims: the most dimensions a kernel's iteration plan holds; tensors with more go to native torch
+  return Py_BuildValue("{s:s,s:s,s:O,s:s,s:i}", "version", TENSOROPS_VERSION, "torch", TENSOROPS_TORCH_VERSION,
+                       "cuda", cuda, "cuda_archs", TENSOROPS_CUDA_ARCHS, "max_kernel_dims",
+                       static_cast<int>(tensorops::kMaxPlanDims));
+}
+
+// cpu_isa() -> "avx512" | "avx2" | "base": the build of the CPU loops in use (cpu_isa.h; TENSOROPS_CPU_ISA caps it).
+PyObject* cpu_isa(PyObject*, PyObject*) { return PyUnicode_FromString(tensorops::cpu_isa_name()); }
+
+PyMethodDef methods[] = {
+    {"build_info", build_info, METH_NOARGS, "How this extension was built."},
+    {"cpu_isa", cpu_isa, METH_NOARGS, "The build of the CPU loops in use: avx512, avx2 or base."},
+    {"cat_fast", tensorops::cat_fast, METH_VARARGS,
+     "cat_fast(tensors, dim): tensorops::cat below autograd for plain tensors that need no gradient, else None."},
+    {"split_fast", tensorops::split_fast, METH_VARARGS,
+     "split_fast(input, sizes, dim): tensorops::split below autograd when no gradient is needed, else None."},
+    {"normalize_fast", tensorops::normalize_fast, METH_VARARGS,
+     "normalize_fast(input, mean, std, dim, dtype, scale, memory_format): tensorops::normalize below autograd "
+     "for a plain tensor and numbers as statistics, else None."},
+    {"clamp_fast", tensorops::clamp_fast, METH_VARARGS,
+     "clamp_fast(input, min, max, native_below=None): tensorops::clamp / clamp_scalar below autograd for plain "
+     "tensors and numbers (torch.clamp for fewer elements than native_below, default: crossover.h), else None."},
+    {"native_below", tensorops::native_below, METH_NOARGS,
+     "native_below(): the element counts below which clamp_fast runs torch.clamp (csrc/include/tensorops/crossover.h)."},
+    {"parallel_stats", tensorops::parallel_stats, METH_NOARGS,
+     "parallel_stats(): what the CPU thread policy (csrc/include/tensorops/parallel.h) decided in this process."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", "tensorops' compiled kernels", -1, methods};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) PyObject* PyInit__C() { return PyModule_Create(&module_def); }
