@@ -51,11 +51,15 @@ if ! (cd "$DIR/src" && FORCE_CUDA=0 DEBUG=1 MAX_JOBS="${MAX_JOBS:-$(nproc)}" CFL
   echo "asan_cpu: the sanitizer build failed (full log: $DIR/build.log)" >&2
   exit 1
 fi
-grep -q -- "-fsanitize=address,undefined" "$DIR/build.log" || { echo "asan_cpu: the flags did not reach the compiler" >&2; exit 1; }
+if ! grep -q -- "-fsanitize=address,undefined" "$DIR/build.log"; then
+  echo "asan_cpu: the sanitizer flags did not reach the compiler (see $DIR/build.log)" >&2
+  exit 1
+fi
 
 # detect_leaks=0: CPython and torch keep allocations for the process's life; alloc_dealloc_mismatch=0: torch's
 # uninstrumented code frees what the instrumented allocator handed out (and back) through different operators.
-export ASAN_OPTIONS="detect_leaks=0:alloc_dealloc_mismatch=0:abort_on_error=1:print_summary=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+ASAN_OPTIONS="detect_leaks=0:alloc_dealloc_mismatch=0:abort_on_error=1:print_summary=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export ASAN_OPTIONS
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:print_summary=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 say "the extension loads under the sanitizers"
 (cd "$DIR/src" && LD_PRELOAD="$ASAN_LIB:$UBSAN_LIB" PYTHONPATH="$DIR/src" "$PY" -c '
@@ -72,7 +76,8 @@ set +e
     "$PY" -m pytest -q -p no:cacheprovider -x -k "not ($DESELECT)" ${ASAN_PYTEST_ARGS:-} $TESTS) 2>&1 | tee "$DIR/tests.log"
 rc=${PIPESTATUS[0]}
 set -e
-if grep -qE "ERROR: AddressSanitizer|runtime error:|SUMMARY: (Address|UndefinedBehavior)Sanitizer" "$DIR/tests.log"; then
+REPORT="ERROR: AddressSanitizer|runtime error:|SUMMARY: (Address|UndefinedBehavior)Sanitizer"
+if grep -qE "$REPORT" "$DIR/tests.log"; then
   echo "asan_cpu: the sanitizers reported errors (see $DIR/tests.log):" >&2
   grep -E -A3 "ERROR: AddressSanitizer|runtime error:" "$DIR/tests.log" | head -n 40 >&2
   rc=1

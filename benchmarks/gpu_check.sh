@@ -19,9 +19,9 @@
 #              miss the deadline.
 #
 # Every step runs, even when an earlier one failed, and each gets at most what is left of the deadline (less what
-# the later steps need at least, or their fixed share); a step over its time is killed. After every step OUTDIR/summary.json and
-# OUTDIR/summary.txt are rewritten (python -m benchmarks.gpu_summary), so a kill from outside still leaves them;
-# SIGTERM/SIGINT stop the running step, record it as killed and rewrite them once more.
+# the later steps need at least, or their fixed share); a step over its time is killed. After every step
+# OUTDIR/summary.json and OUTDIR/summary.txt are rewritten (python -m benchmarks.gpu_summary), so a kill from outside
+# still leaves them; SIGTERM/SIGINT stop the running step, record it as killed and rewrite them once more.
 #
 #   --dry-run   for a machine without a GPU: uses the installed build (no compile), collects the `-m cuda` tests
 #               (counts into summary.json) instead of running them, skips the benchmark and the sanitizer runs

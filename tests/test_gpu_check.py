@@ -309,8 +309,8 @@ out = sys.argv[sys.argv.index("--out") + 1]
 with open(os.path.join(out, "argv_of_bench.json"), "w") as f:
     json.dump(sys.argv[1:], f)
 # the harness's row-by-row file: two rows done of five, then a bench that runs past its budget
-row = {"device": "cuda", "op": "clamp", "times": "clamp", "series": "s", "case": "c", "shape": "(8,)", "dtype": "float32",
-       "layout": "contiguous", "check": "ok", "pct_of_copy": 90.0, "bytes": 64, "tensorops_s": 1e-6}
+row = {"device": "cuda", "op": "clamp", "times": "clamp", "series": "s", "case": "c", "shape": "(8,)",
+       "dtype": "float32", "layout": "contiguous", "check": "ok", "pct_of_copy": 90.0, "bytes": 64, "tensorops_s": 1e-6}
 meta = {"partial": True, "rows_done": 2, "rows_planned": 5}
 with open(os.path.join(out, "bench_cuda_quick.json"), "w") as f:
     json.dump({"meta": meta, "rows": [row, dict(row, case="d")], "files": {}}, f)
