@@ -6,22 +6,30 @@
 #   build      python setup.py build_ext --inplace for this GPU's arch only, MAX_JOBS = cores (no pip, nothing
 #              downloaded; in place, since the check runs on a copy of the repository), then the CUDA kernels load
 #   tests      python -m pytest tests -m cuda (every GPU test; no -x)  ->  OUTDIR/junit.xml
-#   bench      python -m benchmarks --quick --device cuda (with the device's copy bandwidth)  ->  OUTDIR/bench_cuda_quick.json
+#   bench      python -m benchmarks --quick --device cuda --no-compile (with the device's copy bandwidth; no
+#              torch.compile column: its cold compiles alone would spend the step's budget)  ->
+#              OUTDIR/bench_cuda_quick.json, rewritten after every row, so a bench killed at its budget keeps the
+#              rows it finished (meta.partial says so)
 #   memcheck, racecheck
 #              compute-sanitizer over benchmarks/sanitize_ops.py (every kernel), when the sanitizer works on this
-#              machine (else recorded as unavailable)
+#              machine (else recorded as unavailable). Each has a fixed share of the deadline (SHARE_PCT: 15% and
+#              10%), reserved from the start; sanitize_ops stops starting ops when its share runs out, and the step
+#              is then recorded as partial (the ops not run named), or as skipped, with the reason, when too little
+#              of its share is left to start. Neither counts as a failure: the sanitizers never make a correct build
+#              miss the deadline.
 #
 # Every step runs, even when an earlier one failed, and each gets at most what is left of the deadline (less what
-# the later steps need at least); a step over its time is killed. After every step OUTDIR/summary.json and
-# OUTDIR/summary.txt are rewritten (python -m benchmarks.gpu_summary), so a kill from outside still leaves them;
-# SIGTERM/SIGINT stop the running step, record it as killed and rewrite them once more.
+# the later steps need at least, or their fixed share); a step over its time is killed. After every step
+# OUTDIR/summary.json and OUTDIR/summary.txt are rewritten (python -m benchmarks.gpu_summary), so a kill from outside
+# still leaves them; SIGTERM/SIGINT stop the running step, record it as killed and rewrite them once more.
 #
 #   --dry-run   for a machine without a GPU: uses the installed build (no compile), collects the `-m cuda` tests
 #               (counts into summary.json) instead of running them, skips the benchmark and the sanitizer runs
 #               (but looks for the sanitizer), and exits 0 unless the plumbing itself broke.
 #
-# Exit code: 0 when every step that ran passed (steps skipped for the deadline or unavailable tools count as passed
-# only in --dry-run), 1 otherwise, 2 for a usage error, 143/130 when killed.
+# Exit code: 0 when every step that ran passed (steps skipped for the deadline count as passed only in --dry-run, or
+# when they are sanitizer steps; unavailable tools and partial sanitizer runs count as passed), 1 otherwise, 2 for a
+# usage error, 143/130 when killed.
 # Environment: PYTHON (default python3), MAX_JOBS (default: nproc), COMPUTE_SANITIZER (path to the binary),
 # GPU_CHECK_DEADLINE (seconds, default 450; --deadline overrides).
 set -uo pipefail
@@ -102,6 +110,20 @@ if [[ -n "${GPU_CHECK_MIN_S:-}" ]]; then  # the plumbing tests use short deadlin
     for s in "${!MIN_S[@]}"; do MIN_S[$s]=$GPU_CHECK_MIN_S; done
 fi
 declare -A MAX_S=([gpu]=30 [build]=240 [tests]=200 [bench]=90 [memcheck]=120 [racecheck]=120)
+# The sanitizer steps' fixed shares of the deadline (percent): reserved from the start (earlier steps leave them),
+# and the most each gets.
+declare -A SHARE_PCT=([memcheck]=15 [racecheck]=10)
+SANITIZER_STEPS=" memcheck racecheck "
+
+reserve() {  # reserve STEP: the seconds the steps before STEP leave for it
+    local s="$1"
+    if [[ -n "${SHARE_PCT[$s]:-}" ]]; then
+        local share=$((DEADLINE * ${SHARE_PCT[$s]} / 100))
+        ((share > ${MIN_S[$s]})) && echo "$share" || echo "${MIN_S[$s]}"
+    else
+        echo "${MIN_S[$s]}"
+    fi
+}
 
 CURRENT=""
 CHILD=""
@@ -156,12 +178,16 @@ trap 'on_signal INT' INT
 run_step() {
     local name="$1" later=0 after=0 s
     for s in $STEPS; do  # what the steps after this one need at least
-        ((after)) && later=$((later + ${MIN_S[$s]}))
+        ((after)) && later=$((later + $(reserve "$s")))
         [[ "$s" == "$name" ]] && after=1
     done
     local left=$((END - SECONDS))
     local budget=$((left - later))
     ((budget > ${MAX_S[$name]})) && budget=${MAX_S[$name]}
+    if [[ -n "${SHARE_PCT[$name]:-}" ]]; then  # a sanitizer: its fixed share at most
+        local share=$((DEADLINE * ${SHARE_PCT[$name]} / 100))
+        ((budget > share)) && budget=$share
+    fi
     ((budget > left)) && budget=$left
     echo "== [$((SECONDS - T0)) s] $name (budget $budget s of $left s left; log: $OUTDIR/$name.log)"
     if ((budget < ${MIN_S[$name]})); then
@@ -171,6 +197,7 @@ run_step() {
     fi
     CURRENT="$name"
     CHILD_T=$SECONDS
+    STEP_END=$((SECONDS + budget))  # the step's own end, for steps that stop themselves in time (sanitize)
     set -m  # the step gets its own process group, so a timeout or a signal stops everything it started
     "step_$name" >"$OUTDIR/$name.log" 2>&1 </dev/null &
     CHILD=$!
@@ -201,6 +228,9 @@ run_step() {
         note="$(tail -n 1 "$OUTDIR/$name.log")"
     elif ((rc == 4)); then
         status=skipped
+        note="$(tail -n 1 "$OUTDIR/$name.log")"
+    elif ((rc == 5)); then
+        status=partial
         note="$(tail -n 1 "$OUTDIR/$name.log")"
     else
         status=failed
@@ -290,7 +320,7 @@ step_bench() {
         echo "dry run: no GPU benchmark"
         return 4
     fi
-    "$PYTHON" -m benchmarks --quick --device cuda --out "$OUTDIR" --no-progress
+    "$PYTHON" -m benchmarks --quick --device cuda --no-compile --out "$OUTDIR" --no-progress
 }
 
 find_sanitizer() {
@@ -313,7 +343,8 @@ find_sanitizer() {
     return 1
 }
 
-# Step exit codes: 0 ok, 3 unavailable, 4 skipped (dry run), anything else failed.
+# Step exit codes: 0 ok, 3 unavailable, 4 skipped (dry run, deadline), 5 partial (sanitize_ops stopped at its time
+# limit), anything else failed.
 # Exit code 3 = unavailable (no sanitizer, or it refuses this device); the summary records that, not a failure.
 sanitize() {
     local tool="$1" san version
@@ -331,9 +362,16 @@ sanitize() {
         echo "unavailable: compute-sanitizer --tool $tool does not run on this machine (see $tool.probe.log)"
         return 3
     fi
+    # What is left of the step's share after the probe, less 15 s for the last op and the tool's exit: sanitize_ops
+    # starts no op after that (exit 5, the ops not run named), so the step ends inside its share.
+    local stop=$((STEP_END - SECONDS - 15))
+    if ((stop < 5)); then
+        echo "skipped: deadline: ${stop} s of the ${tool} share left after the probe"
+        return 4
+    fi
     # No caching allocator: each tensor is its own allocation, so an access just past a tensor faults.
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 "$san" --tool "$tool" --error-exitcode 1 --print-limit 50 \
-        "$PYTHON" -m benchmarks.sanitize_ops --device cuda
+        "$PYTHON" -m benchmarks.sanitize_ops --device cuda --stop-after "$stop"
 }
 
 step_memcheck() { sanitize memcheck; }
@@ -345,7 +383,8 @@ for s in $STEPS; do
     run_step "$s"
 done
 cat "$OUTDIR/summary.txt" 2>/dev/null
-bad="$(awk -F'\t' -v dry="$DRY_RUN" '$2 == "failed" || $2 == "timeout" || $2 == "killed" || (dry == 0 && $2 == "skipped") { print $1 }' "$STEPS_FILE" | tr '\n' ' ')"
+bad="$(awk -F'\t' -v dry="$DRY_RUN" -v san="$SANITIZER_STEPS" '$2 == "failed" || $2 == "timeout" || $2 == "killed" ||
+    (dry == 0 && $2 == "skipped" && index(san, " " $1 " ") == 0) { print $1 }' "$STEPS_FILE" | tr '\n' ' ')"
 echo "gpu_check: done in $((SECONDS - T0)) s (deadline $DEADLINE s); results in $OUTDIR"
 if [[ -n "$bad" ]]; then
     echo "gpu_check: steps not passed: $bad" >&2

@@ -138,6 +138,26 @@ def run(
             raise RuntimeError("--device cuda was asked for but torch sees no CUDA GPU")
         plan += [(dev, c) for c in collect_cases(dev, grid, ops)]
 
+    stem = None
+    if out_dir is not None:
+        os.makedirs(out_dir, exist_ok=True)
+        stem = os.path.join(out_dir, f"bench_{'_'.join(torch.device(d).type for d in devices)}_{grid}"
+                            + (f"_load{load}" if load else ""))
+    meta = machine_info()
+    meta.update({
+        "grid": grid,
+        "devices": [str(d) for d in devices],
+        "ops": list(ops),
+        "min_run_time_s": mrt,
+        "min_samples": MIN_SAMPLES[grid],
+        "rounds": ROUNDS[grid],
+        "timing": "eager, compile and tensorops interleaved: each row times every column once per round; times "
+                  "are medians over rounds, spreads are over rounds, ratio spreads pair each round's times",
+        "compile": do_compile,
+        "copy_baseline": "dst.copy_(src) of uint8 buffers holding half the row's bytes each, same device, same run",
+        "rows_planned": len(plan),
+    })
+
     copy = CopyBaseline(mrt, MIN_SAMPLES[grid])
     rows: List[Dict[str, Any]] = []
     compile_spent = 0.0
@@ -165,6 +185,10 @@ def run(
             compile_spent += row["compile_warmup_s"] or 0.0
             row["parallel_policy"] = _stats_delta(before, _parallel_stats())
             rows.append(row)
+            if stem is not None:  # the rows so far, so that a run killed from outside keeps what it measured
+                write_json({"meta": dict(meta, partial=True, rows_done=len(rows),
+                                         wall_s=time.perf_counter() - start), "rows": rows, "files": {}},
+                           stem + ".json")
             gc.collect()
             if dev.type == "cuda":
                 torch.cuda.empty_cache()
@@ -177,28 +201,16 @@ def run(
             bar.close()
         torch._dynamo.reset()
 
-    meta = machine_info()
     meta.update({
-        "grid": grid,
-        "devices": [str(d) for d in devices],
-        "ops": list(ops),
-        "min_run_time_s": mrt,
-        "min_samples": MIN_SAMPLES[grid],
-        "rounds": ROUNDS[grid],
-        "timing": "eager, compile and tensorops interleaved: each row times every column once per round; times "
-                  "are medians over rounds, spreads are over rounds, ratio spreads pair each round's times",
+        "partial": False,
+        "rows_done": len(rows),
         "load": load_info,
-        "compile": do_compile,
         "compile_seconds_total": compile_spent,
         "wall_s": time.perf_counter() - start,
         "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "copy_baseline": "dst.copy_(src) of uint8 buffers holding half the row's bytes each, same device, same run",
     })
     result: Dict[str, Any] = {"meta": meta, "rows": rows, "files": {}}
-    if out_dir is not None:
-        os.makedirs(out_dir, exist_ok=True)
-        stem = os.path.join(out_dir, f"bench_{'_'.join(torch.device(d).type for d in devices)}_{grid}"
-                            + (f"_load{load}" if load else ""))
+    if stem is not None:
         result["files"] = {"json": stem + ".json", "png": stem + ".png"}
         try:
             plot(result, stem + ".png")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import time
 from typing import Callable, List, Optional
 
 import torch
@@ -47,6 +48,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cuda", help="cuda (default) or cpu")
     p.add_argument("--ops", default=ops, help="comma-separated subset of " + ops)
+    p.add_argument("--stop-after", type=float, default=None, metavar="S",
+                   help="start no op after S seconds: the ops not run are named and the exit code is 5 "
+                   "(gpu_check.sh gives each sanitizer a fixed share of its deadline)")
     args = p.parse_args(argv)
     names = [o.strip() for o in args.ops.split(",") if o.strip()]
     unknown = [n for n in names if n not in registry.OPS]
@@ -64,11 +68,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     runs = [(name, runner(name)) for name in names]  # all found before the first call
     torch.manual_seed(0)
     CALLS.clear()
+    start = time.monotonic()
+    done: List[str] = []
     for name, fn in runs:
+        if args.stop_after is not None and time.monotonic() - start >= args.stop_after:
+            break
         print(f"{name}:", flush=True)
         fn(device)
+        done.append(name)
     if device.type == "cuda":
         torch.cuda.synchronize()
+    if len(done) < len(runs):
+        not_run = [name for name, _ in runs[len(done):]]
+        print(f"sanitize_ops: {len(CALLS)} calls ok on {device}; stopped at the {args.stop_after:.0f} s limit after "
+              f"{len(done)} of {len(runs)} ops, not run: {', '.join(not_run)}", flush=True)
+        return 5
     print(f"sanitize_ops: {len(CALLS)} calls ok on {device} (ops run: {', '.join(names)})", flush=True)
     return 0
 

@@ -23,6 +23,7 @@ import torch
 
 import tensorops
 
+from clamp_expect import clamp_grads_by_slices, is_dense, stepped_rows_of_3
 from conftest import requires_cuda_kernels
 
 pytestmark = [pytest.mark.cuda, requires_cuda_kernels]
@@ -129,12 +130,14 @@ def test_large_clamp_number_bounds(n, inplace, free_gpu):
 @pytest.mark.slow
 @pytest.mark.parametrize("n", SIZES)
 def test_large_clamp_number_bounds_strided(n, free_gpu):
-    _need_bytes(n * 6)
-    # transposed: the strided kernel, whose plan divides by 3 (a fast divisor that is not a power of two) and
-    # whose threads step past the end of the 3-element inner dimension inside their 4 elements
-    x = _pattern_half(n - n % 3).view(3, -1).t()
+    _need_bytes(n * 7)
+    # rows of 3 with a row stride of 4 (about n elements): not dense, so the strided kernel runs (a transposed view
+    # is dense and laid out like its output: the contiguous vector kernel would take it)
+    x = stepped_rows_of_3(_pattern_half(n + n // 3 + 4))
+    assert not is_dense(x)
     got = ops.clamp_scalar.default(x, -5.0, 7.5)
-    _assert_equal_chunked(got, torch.clamp(x, -5.0, 7.5), "clamp of a transposed view")
+    assert got.is_contiguous()
+    _assert_equal_chunked(got, torch.clamp(x, -5.0, 7.5), "clamp of a strided view")
 
 
 @pytest.mark.slow
@@ -151,31 +154,38 @@ def test_large_clamp_tensor_bounds(n, free_gpu):
 @pytest.mark.slow
 @pytest.mark.parametrize("n", SIZES)
 def test_large_clamp_backward(n, free_gpu):
-    # float32: the bounds' gradients are counts here, too large for float16
+    # float32: the bounds' gradients are counts here, too large for float16. The pattern ties both bounds of the
+    # first three columns (x == -5, 7.5, -1, 1, 0, 3 occur): the weights there are torch's (clamp_expect.py)
     _need_bytes(n * 16)
     x = _pattern_half(n - n % 4).float().view(-1, 4)
     lo = torch.tensor([-5.0, -1.0, 0.0, -20.0], device="cuda")
     hi = torch.tensor([7.5, 1.0, 3.0, 20.0], device="cuda")
     g = torch.ones_like(x)
     gi, glo, ghi = ops.clamp_backward.default(g, x, lo, hi, [True, True, True])
-    inside = (x >= lo) & (x <= hi)
-    _assert_equal_chunked(gi, inside.to(gi.dtype), "clamp grad_input")
-    del gi, inside
-    below = (x < lo).sum(0, dtype=torch.float64)
-    above = (x > hi).sum(0, dtype=torch.float64)
-    torch.testing.assert_close(glo.double(), below, rtol=1e-4, atol=1.0)  # float32 sums of ones
-    torch.testing.assert_close(ghi.double(), above, rtol=1e-4, atol=1.0)
+    del g
+
+    def check(start, expected):
+        _assert_equal_chunked(gi[start:start + expected.shape[0]], expected, f"clamp grad_input (rows from {start})")
+
+    ref_lo, ref_hi = clamp_grads_by_slices(x, lo, hi, check)
+    torch.testing.assert_close(glo.double(), ref_lo, rtol=1e-4, atol=1.0)  # float32 sums of ones and halves
+    torch.testing.assert_close(ghi.double(), ref_hi, rtol=1e-4, atol=1.0)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("n", SIZES)
 def test_large_clamp_number_bounds_backward(n, free_gpu):
-    _need_bytes(n * 6)
-    x = _pattern_half(n)
+    _need_bytes(n * 7)
+    x = _pattern_half(n)  # ties both bounds (x == -5 and x == 7.5 occur): number bounds give them 0
     g = torch.ones_like(x)
     gi = ops.clamp_scalar_backward.default(g, x, -5.0, 7.5)
     del g
-    _assert_equal_chunked(gi, ((x >= -5.0) & (x <= 7.5)).to(gi.dtype), "clamp_scalar grad_input")
+
+    def check(start, expected):
+        _assert_equal_chunked(gi[start:start + expected.numel()], expected,
+                              f"clamp_scalar grad_input (from {start})")
+
+    clamp_grads_by_slices(x, -5.0, 7.5, check)
 
 
 @pytest.mark.slow
@@ -485,7 +495,8 @@ def test_plans_with_many_dims_and_short_inner_dims_clamp(layout):
     for a, b in zip(got, ref):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(ops.clamp_scalar_backward.default(g, x, -0.5, 0.75),
-                               torch.where((x >= -0.5) & (x <= 0.75), g, 0), rtol=0, atol=0)
+                               tensorops.reference.clamp_backward(g, x, -0.5, 0.75, [True, False, False])[0],
+                               rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 5, 7), (1, 3, 224, 223), (3, 4, 9, 1), (1, 1, 1, 5)])

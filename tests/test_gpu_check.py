@@ -300,3 +300,126 @@ def test_a_test_run_stopped_at_the_deadline_still_counts_what_ran(fake_repo, tmp
     assert (s["tests_passed"], s["tests_failed"]) == (1, 1)
     assert s["tests"]["partial"] and any("did not finish" in p for p in s["problems"])
     assert "INCOMPLETE" in (out / "summary.txt").read_text()
+
+
+# ---- the benchmark step: no torch.compile column, rows kept when it is killed ---------------------------------------
+FAKE_BENCH_MAIN = """
+import json, os, sys, time
+out = sys.argv[sys.argv.index("--out") + 1]
+with open(os.path.join(out, "argv_of_bench.json"), "w") as f:
+    json.dump(sys.argv[1:], f)
+# the harness's row-by-row file: two rows done of five, then a bench that runs past its budget
+row = {"device": "cuda", "op": "clamp", "times": "clamp", "series": "s", "case": "c", "shape": "(8,)",
+       "dtype": "float32", "layout": "contiguous", "check": "ok", "pct_of_copy": 90.0, "bytes": 64, "tensorops_s": 1e-6}
+meta = {"partial": True, "rows_done": 2, "rows_planned": 5}
+with open(os.path.join(out, "bench_cuda_quick.json"), "w") as f:
+    json.dump({"meta": meta, "rows": [row, dict(row, case="d")], "files": {}}, f)
+time.sleep(float(os.environ.get("FAKE_BENCH_SLEEP", "0")))
+"""
+
+
+def test_bench_step_runs_without_compile_and_a_killed_bench_keeps_its_rows(fake_repo, tmp_path):
+    (fake_repo / "benchmarks" / "__main__.py").write_text(textwrap.dedent(FAKE_BENCH_MAIN))
+    out = tmp_path / "out"
+    r = _run_script(["--deadline", "8", "--steps", "bench", str(out)], env_extra={"FAKE_BENCH_SLEEP": "60"},
+                    script=_fake_script(fake_repo))
+    assert r.returncode == 1  # a bench killed at its budget is not a pass...
+    argv = json.loads((out / "argv_of_bench.json").read_text())
+    assert "--no-compile" in argv and argv[:4] == ["--quick", "--device", "cuda", "--no-compile"], argv
+    assert _statuses(out) == {"bench": "timeout"}
+    s = _summary(out)  # ...but the rows it finished are in the summary, marked incomplete
+    assert s["bench_partial"] == "2 of 5 rows"
+    assert any("benchmarks did not finish" in p for p in s["problems"])
+    assert "INCOMPLETE: 2 of 5 rows" in (out / "summary.txt").read_text()
+
+
+def test_harness_writes_each_row_as_it_finishes(tmp_path, monkeypatch):
+    from benchmarks import harness
+
+    calls = []
+
+    def fake_run_case(case, dev, grid, *args, **kwargs):
+        calls.append(case)
+        if len(calls) == 2:  # the run is stopped from outside during its second row
+            raise KeyboardInterrupt
+        from benchmarks.timing import ROW_KEYS
+
+        return {**dict.fromkeys(ROW_KEYS), "device": dev.type, "op": case.op, "times": case.times,
+                "case": case.case, "check": "ok", "compile_error": "not run"}
+
+    monkeypatch.setattr(harness, "run_case", fake_run_case)
+    with pytest.raises(KeyboardInterrupt):
+        harness.run(devices=["cpu"], grid="smoke", ops=["clamp", "cat"], out_dir=str(tmp_path), do_compile=False,
+                    progress=False, say=lambda m: None)
+    data = json.loads((tmp_path / "bench_cpu_smoke.json").read_text())
+    assert [r["case"] for r in data["rows"]] == [calls[0].case]
+    assert data["meta"]["partial"] is True and data["meta"]["rows_done"] == 1
+    assert data["meta"]["rows_planned"] >= 2 and data["meta"]["compile"] is False
+    assert not list(tmp_path.glob("*.tmp")), "the file is replaced atomically"
+
+
+# ---- the sanitizer steps: a fixed share of the deadline --------------------------------------------------------------
+FAKE_SANITIZER_RECORDING = """
+if [[ "$1" == --version ]]; then echo "Compute Sanitizer fake"; exit 0; fi
+if [[ "$*" == *" -c "* ]]; then exit 0; fi   # the probe: works on this machine
+echo "args: $*"
+echo "========= ERROR SUMMARY: 0 errors"
+if [[ -n "${FAKE_SANITIZE_PARTIAL:-}" ]]; then
+    echo "sanitize_ops: 12 calls ok on cuda; stopped at the 40 s limit after 2 of 7 ops, not run: split, cat"
+    exit 5
+fi
+exit 0
+"""
+
+
+def test_sanitizer_shares_are_reserved_from_the_start_and_passed_as_a_time_limit(fake_repo, tmp_path):
+    fake = _fake_bin(tmp_path, "compute-sanitizer", textwrap.dedent(FAKE_SANITIZER_RECORDING))
+    _fake_bin(tmp_path, "nvidia-smi", GPU_ARCH_90)
+    out = tmp_path / "out"
+    r = _run_script(["--deadline", "400", "--steps", "build,memcheck,racecheck", str(out)], path_prepend=fake,
+                    script=_fake_script(fake_repo))
+    assert r.returncode == 0, r.stdout + r.stderr
+    # the build leaves memcheck's 15% (60 s) and racecheck's 10% (40 s) of the 400 s deadline
+    assert "build (budget 240 s of" in r.stdout
+    lines = {ln.split()[3]: ln for ln in r.stdout.splitlines() if ln.startswith("== [")}
+    assert "(budget 60 s of" in lines["memcheck"] and "(budget 40 s of" in lines["racecheck"], lines
+    for tool, share in (("memcheck", 60), ("racecheck", 40)):
+        args = (out / f"{tool}.log").read_text().split("args: ", 1)[1].splitlines()[0]
+        stop = float(args.split("--stop-after ", 1)[1].split()[0])
+        assert 5 <= stop <= share - 15, (tool, args)  # sanitize_ops stops starting ops inside the share
+    assert _statuses(out) == {"build": "ok", "memcheck": "ok", "racecheck": "ok"}
+
+
+def test_a_sanitizer_stopped_at_its_share_is_partial_not_failed(fake_repo, tmp_path):
+    fake = _fake_bin(tmp_path, "compute-sanitizer", textwrap.dedent(FAKE_SANITIZER_RECORDING))
+    out = tmp_path / "out"
+    r = _run_script(["--deadline", "400", "--steps", "memcheck", str(out)], env_extra={"FAKE_SANITIZE_PARTIAL": "1"},
+                    path_prepend=fake, script=_fake_script(fake_repo))
+    assert r.returncode == 0, r.stdout + r.stderr
+    s = _summary(out)
+    step = s["steps"][0]
+    assert step["status"] == "partial" and "not run: split, cat" in step["note"], step
+    assert s["ok"] and s["sanitizer_errors"] == {"memcheck": 0, "racecheck": None}
+
+
+def test_a_sanitizer_share_too_short_is_skipped_with_its_reason_and_passes(fake_repo, tmp_path):
+    fake = _fake_bin(tmp_path, "compute-sanitizer", textwrap.dedent(FAKE_SANITIZER_RECORDING))
+    out = tmp_path / "out"
+    # 10% of 100 s = 10 s for racecheck: after the 15 s kept for the tool's exit nothing is left to start an op
+    r = _run_script(["--deadline", "100", "--steps", "racecheck", str(out)], path_prepend=fake,
+                    script=_fake_script(fake_repo))
+    assert r.returncode == 0, r.stdout + r.stderr
+    s = _summary(out)
+    step = s["steps"][0]
+    assert step["status"] == "skipped" and "deadline" in step["note"], step
+    assert "args:" not in (out / "racecheck.log").read_text(), "the sanitizer must not start without time"
+    assert s["ok"], s["problems"]
+
+
+def test_sanitize_ops_stops_starting_ops_after_its_time_limit():
+    r = subprocess.run([sys.executable, "-m", "benchmarks.sanitize_ops", "--device", "cpu", "--stop-after", "0"],
+                       capture_output=True, text=True, cwd=REPO, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 5, r.stdout + r.stderr
+    last = r.stdout.strip().splitlines()[-1]
+    assert "stopped at the 0 s limit after 0 of" in last and "not run: normalize" in last, last

@@ -1,12 +1,15 @@
-// normalize on the CPU: one pass over the input (threads as tensorops/parallel.h decides); per statistics entry the coefficients
-// a = scale / std and b = -mean / std are computed once (math.h), and the inner loops are plain multiply-adds
-// over contiguous runs that the compiler vectorizes (compiled for AVX-512, AVX2+FMA and baseline x86-64).
+// normalize on the CPU, forward, and the registration of the family's CPU ops (the backward is normalize_backward.cpp,
+// a translation unit of its own so that a parallel build compiles the two at once): one pass over the input (threads
+// as tensorops/parallel.h decides); per statistics entry the coefficients a = scale / std and b = -mean / std are
+// computed once (math.h), and the inner loops are plain multiply-adds over contiguous runs that the compiler
+// vectorizes (compiled for AVX-512, AVX2+FMA and baseline x86-64).
 #include <type_traits>  // the loop headers
 #include <vector>
 
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include "normalize_cpu.h"
 #include "tensorops/cpu_isa.h"
 #include "tensorops/cpu_loop.h"
 #include "tensorops/dispatch.h"
@@ -19,6 +22,8 @@ namespace tensorops {
 namespace {
 
 using namespace normalize_host;
+using cpu_normalize::coefficients;
+using cpu_normalize::stat_buffers;
 
 // ---- inner loops, built for AVX-512, for AVX2+FMA and for baseline x86-64 (cpu_isa.h) --------------------
 TENSOROPS_AVX512_BUILD
@@ -141,33 +146,6 @@ at::Tensor normalize_cpu(const at::Tensor& input, c10::ArrayRef<double> mean, c1
   return out;
 }
 
-// Statistics tensors broadcast to a common shape, as contiguous acc_t buffers.
-template <typename acc_t>
-void stat_buffers(const at::Tensor& mean, const at::Tensor& std, c10::IntArrayRef shape, at::Tensor& m,
-                  at::Tensor& s) {
-  const auto acc = c10::CppTypeToScalarType<acc_t>::value;
-  m = mean.to(acc).expand(shape).contiguous();
-  s = std.to(acc).expand(shape).contiguous();
-}
-
-// Coefficients per statistics entry; false if any is not finite (a zero or tiny std).
-template <typename acc_t>
-bool coefficients(const at::Tensor& m, const at::Tensor& s, double scale, std::vector<acc_t>& A,
-                  std::vector<acc_t>& B) {
-  const int64_t K = m.numel();
-  const acc_t* mp = m.const_data_ptr<acc_t>();
-  const acc_t* sp = s.const_data_ptr<acc_t>();
-  A.resize(K);
-  B.resize(K);
-  bool finite = true;
-  for (int64_t k = 0; k < K; ++k) {
-    A[k] = math::normalize_coef_a<acc_t>(scale, sp[k]);
-    B[k] = math::normalize_coef_b<acc_t>(mp[k], sp[k]);
-    finite = finite && math::normalize_coefs_finite(A[k], B[k]);
-  }
-  return finite;
-}
-
 at::Tensor normalize_tensor_cpu(const at::Tensor& input, const at::Tensor& mean, const at::Tensor& std,
                                 double scale, at::ScalarType dtype, at::MemoryFormat memory_format) {
   return normalize_entries::normalize_tensor_with(input, mean, std, dtype, memory_format, [&](at::Tensor& out,
@@ -185,74 +163,11 @@ at::Tensor normalize_tensor_cpu(const at::Tensor& input, const at::Tensor& mean,
   });
 }
 
-// One pass over grad and input: grad_input = grad * a, and per statistics entry the sums of grad and
-// grad * y (y recomputed) in one buffer per thread used (one when the pass runs on one thread), reduced at the end.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> normalize_tensor_backward_cpu(
-    const at::Tensor& grad, const at::Tensor& input, const at::Tensor& mean, const at::Tensor& std, double scale,
-    std::array<bool, 3> mask) {
-  Backward bw = backward_setup(grad, input, mean, std, mask);
-  at::Tensor& grad_input = bw.grad_input;
-  if (input.numel() == 0) return {bw.grad_input, bw.grad_mean, bw.grad_std};
-  const bool stats = bw.stats;
-  // operands: 0 the dense layout walked, 1 grad, 2 input, 3 statistics entry
-  const Plan<4> p =
-      make_plan<4>(input.sizes(), {bw.dense.strides(), grad.strides(), input.strides(), broadcast_strides(bw.shape)});
-  AT_DISPATCH_FLOATING_TYPES(bw.acc, "normalize_backward", [&] {
-    using acc_t = scalar_t;
-    at::Tensor m, s;
-    stat_buffers<acc_t>(mean, std, bw.shape, m, s);
-    const int64_t K = m.numel();
-    const acc_t* mp = m.const_data_ptr<acc_t>();
-    const acc_t* sp = s.const_data_ptr<acc_t>();
-    std::vector<acc_t> A, B;
-    coefficients<acc_t>(m, s, scale, A, B);  // non-finite ones are handled per element by normalize_value
-    const int64_t bytes = input.numel() * (grad.element_size() + input.element_size() * (mask[0] ? 2 : 1));
-    const int nthreads = threads_for(bytes);
-    std::vector<acc_t> sums(stats ? static_cast<size_t>(nthreads) * 2 * K : 0, acc_t(0));
-    TENSOROPS_DISPATCH_FLOATING(grad.scalar_type(), "normalize_backward_grad", [&] {
-      using g_t = scalar_t;
-      const g_t* g = grad.const_data_ptr<g_t>();
-      TENSOROPS_DISPATCH_NORMALIZE_INPUT(input.scalar_type(), "normalize_backward_input", [&] {
-        using in_t = scalar_t;
-        const in_t* x = input.const_data_ptr<in_t>();
-        in_t* gi = mask[0] ? grad_input.mutable_data_ptr<in_t>() : nullptr;
-        cpu_for_each_segment(p, nthreads, [&](const int64_t* off, int64_t n) {
-          acc_t* sg = stats ? sums.data() + static_cast<size_t>(thread_slot(nthreads)) * 2 * K : nullptr;
-          for (int64_t t = 0; t < n; ++t) {
-            const int64_t k = off[3] + t * p.strides[3][0];
-            const acc_t gv = static_cast<acc_t>(g[off[1] + t * p.strides[1][0]]);
-            if (gi) gi[off[0] + t] = static_cast<in_t>(gv * A[k]);
-            if (sg) {
-              const acc_t y = math::normalize_value(static_cast<acc_t>(x[off[2] + t * p.strides[2][0]]), A[k], B[k],
-                                                    static_cast<acc_t>(scale), mp[k], sp[k]);
-              sg[k] += gv;
-              sg[K + k] += gv * y;
-            }
-          }
-        });
-      });
-    });
-    if (stats) {
-      acc_t* gm = bw.grad_mean.mutable_data_ptr<acc_t>();
-      acc_t* gs = bw.grad_std.mutable_data_ptr<acc_t>();
-      for (int64_t k = 0; k < K; ++k) {
-        acc_t sum_g = 0, sum_gy = 0;
-        for (int th = 0; th < nthreads; ++th) {
-          sum_g += sums[static_cast<size_t>(th) * 2 * K + k];
-          sum_gy += sums[static_cast<size_t>(th) * 2 * K + K + k];
-        }
-        gm[k] = math::normalize_grad_mean(sum_g, sp[k]);
-        gs[k] = math::normalize_grad_std(sum_gy, sp[k]);
-      }
-    }
-  });
-  return {bw.grad_input, bw.grad_mean, bw.grad_std};
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(tensorops, CPU, m) {
-  normalize_entries::register_ops<&normalize_cpu, &normalize_tensor_cpu, &normalize_tensor_backward_cpu>(m);
+  normalize_entries::register_ops<&normalize_cpu, &normalize_tensor_cpu,
+                                  &cpu_normalize::normalize_tensor_backward_cpu>(m);
 }
 
 }  // namespace tensorops
