@@ -104,7 +104,9 @@ def _kernels(scan: _Scan, device: torch.device) -> bool:
     if _fwAD._current_level >= 0 or torch._C._are_functorch_transforms_active():
         return False
     if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-        return False  # the CUDA kernel's table comes from a pinned host block: torch's foreach ops capture safely
+        # torch's foreach ops, whose capture a GPU run has checked (the kernel's own table upload is capture-safe
+        # too, device_table.cuh, so far checked on the emulated device only)
+        return False
     return not scan.quantized and KERNELS.device(device)
 
 

@@ -4,16 +4,17 @@ tensors, run the CUDA kernels on the CPU; and runs the emulated tests under the 
 
 Not a test module (leading underscore). Three builds (``VARIANTS``): ``plain``, ``asan`` (AddressSanitizer +
 UBSan, alignment included, no recovery) and ``tsan`` (ThreadSanitizer). Each is built from the ``csrc/`` beside
-these tests (not from the installed package), once per hash of every file under ``csrc/``, the flags, the
-compiler and torch, into ``$TENSOROPS_EMU_CACHE`` (default ``~/.cache/tensorops/emulated``), with ninja.
+these tests (not from the installed package), once per hash of what it reads (its sources and every header under
+csrc/include), the flags, the compiler and torch, into ``$TENSOROPS_EMU_CACHE`` (default
+``~/.cache/tensorops/emulated``), with ninja.
 
 Running one kernel under the emulator by hand::
 
-    python -c "import tests._emulated as e; m = e.load('plain'); import torch; \\
+    python -c "import sys, torch; sys.path.insert(0, 'tests'); import _emulated as e; m = e.load('plain'); \\
                print(torch.ops.tensorops_emu.clamp_scalar(torch.arange(10.), 2, 5), m.events())"
 
 The tests in tests/emulated/ load the build named by ``$TENSOROPS_EMU_VARIANT`` (default ``plain``, in the test
-process itself); tests/test_emulated_sanitizers.py runs them again in a child process per sanitizer build, with
+process itself); tests/test_emulated.py runs them in a child process per build, with
 the sanitizer runtime preloaded (``child_env``).
 """
 from __future__ import annotations
@@ -111,9 +112,8 @@ def build(variant: str) -> Path:
         raise RuntimeError("the emulated device needs a C++ compiler (g++)")
     cflags, ldflags = _flags(variant)
     h = hashlib.sha256()
-    for p in sorted(CSRC.rglob("*")):
-        if p.is_file():
-            h.update(str(p.relative_to(CSRC)).encode() + b"\0" + p.read_bytes() + b"\0")
+    for p in sorted(set(sources()) | {q for q in (CSRC / "include").rglob("*") if q.is_file()}):
+        h.update(str(p.relative_to(CSRC)).encode() + b"\0" + p.read_bytes() + b"\0")
     h.update(repr((cflags, ldflags, _compiler_version(compiler), torch.__version__)).encode())
     cache = Path(os.environ.get("TENSOROPS_EMU_CACHE", Path.home() / ".cache" / "tensorops" / "emulated"))
     d = cache / f"{variant}-{h.hexdigest()[:16]}"
@@ -158,6 +158,25 @@ def build(variant: str) -> Path:
         raise RuntimeError(f"building the emulated extension ({variant}) failed:\n{r.stdout[-20000:]}\n{r.stderr}")
     os.replace(d / tmp, so)  # complete builds only: a killed build leaves no .so
     return so
+
+
+def build_program(variant: str, name: str, program: str, include_first: Path | None = None) -> Path:
+    """Compiles a C++ program against the emulator with the flags (and precompiled header) of build ``variant``
+    into an executable; ``include_first`` is searched before csrc/include (mutated copies of kernel headers)."""
+    so = build(variant)
+    d = so.parent
+    cflags, ldflags = _flags(variant)
+    # a program has no libpython; -rdynamic exports its kernels' names to the emulator's dladdr
+    ldflags = [f for f in ldflags if f not in ("-shared", "-ltorch_python")] + ["-rdynamic"]
+    src = d / f"{name}.cpp"
+    src.write_text(program)
+    exe = d / name
+    first = [f"-I{include_first}"] if include_first else []
+    r = subprocess.run([cxx(), *first, *cflags, "-include", str(d / "pch.h"), str(src), "-o", str(exe), *ldflags],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"building {name} ({variant}) failed:\n{r.stderr[-20000:]}")
+    return exe
 
 
 def import_so(so: Path):

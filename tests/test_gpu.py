@@ -392,11 +392,39 @@ def _capture_raises(fn, match):
     torch.cuda.current_stream().wait_stream(side)
 
 
-def test_graph_capture_of_normalize_with_many_number_statistics_is_a_clear_error():
-    x = _u8(1, 70, 2, 2, seed=0)
-    mean, std = [0.5] * 70, [0.25] * 70
-    _norm_list(x, mean, std)  # eager: fine
-    _capture_raises(lambda: _norm_list(x, mean, std), "capturing a CUDA graph")
+def test_graph_capture_of_normalize_with_many_number_statistics_replays_its_statistics():
+    # more than 64 number statistics: a table uploaded by fill kernels while capturing (device_table.cuh), so a
+    # replay uses the statistics of capture time even after eager calls with others
+    mean, std = [i / 140 for i in range(70)], [0.25 + i / 280 for i in range(70)]
+    static = [_u8(1, 70, 2, 2, seed=0)]
+    graph, out = _capture(lambda x: _norm_list(x, mean, std), static)
+    for seed in (1, 2):
+        _norm_list(_u8(1, 70, 2, 2, seed=seed), [0.0] * 70, [1.0] * 70)  # an eager call with other statistics
+        static[0].copy_(_u8(1, 70, 2, 2, seed=seed))
+        graph.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(out, _norm_ref(static[0], mean, std))
+
+
+def test_many_statistics_and_large_tables_never_synchronize():
+    # tables above the kernel-parameter size (crop_mirror_normalize of 256 samples, normalize of 70 number
+    # statistics, cat of 200 pieces) go to the device without a stream synchronization
+    x = _u8(256, 3, 16, 16, seed=0)
+    m, sd = torch.full((3,), 0.5, device="cuda"), torch.full((3,), 0.25, device="cuda")
+    pieces = [_f(2, 3, seed=i) for i in range(200)]
+    y = _u8(1, 70, 2, 2, seed=1)
+    tensorops.crop_mirror_normalize(x, m, sd, size=(8, 8))  # first calls outside the check (caches, allocator)
+    _norm_list(y, [0.5] * 70, [0.25] * 70)
+    tensorops.cat(pieces, dim=1)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        tensorops.crop_mirror_normalize(x, m, sd, size=(8, 8))
+        _norm_list(y, [0.5] * 70, [0.25] * 70)
+        tensorops.cat(pieces, dim=1)
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    torch.cuda.synchronize()
 
 
 def test_graph_capture_of_crop_mirror_normalize_is_a_clear_error():
