@@ -186,7 +186,8 @@ def import_so(so: Path):
         return sys.modules[name]
     import torch  # noqa: F401  (the extension links against torch's libraries)
 
-    spec = importlib.util.spec_from_file_location(name, so, loader=importlib.machinery.ExtensionFileLoader(name, str(so)))
+    loader = importlib.machinery.ExtensionFileLoader(name, str(so))
+    spec = importlib.util.spec_from_file_location(name, so, loader=loader)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     sys.modules[name] = mod

@@ -32,13 +32,7 @@ namespace {
 using namespace clamp_host;
 
 // ---- inner loops, built for AVX-512, for AVX2+FMA and for baseline x86-64 (cpu_isa.h) --------------------
-TENSOROPS_AVX512_BUILD
-#include "clamp_loops.h"
-TENSOROPS_AVX2_BUILD
-#include "clamp_loops.h"
-TENSOROPS_BASE_BUILD
-#include "clamp_loops.h"
-TENSOROPS_END_BUILDS
+#include "clamp_loops_isa.h"
 
 // ---- forward passes ----------------------------------------------------------------------------------------
 // Tensor bounds. x, lo, hi: scalar_t tensors viewed with out's shape (0 strides where they broadcast); out may

@@ -3,10 +3,11 @@
 // The per-piece copy table of copy_table.h (addresses, row strides, prefix column offsets) travels in the kernel
 // parameters when it fits (up to 90 pieces, 97 of one unit): no host-to-device copy, and a CUDA graph captures the
 // table's values. Larger tables go to a device buffer by cuda::upload_words (device_table.cuh): a non-blocking
-// copy from a pinned block outside graph capture, fill kernels while capturing (no pinned block taken then). Every thread copies units of V bytes, chosen per
-// piece: V = 16 (one 16-byte vector load and store) for a piece whose addresses, row strides and width are
-// multiples of 16, else the largest power of two that divides them (down to single bytes), so one badly aligned
-// piece does not slow the others and the kernel never depends on the dtype. The table is grouped by unit
+// copy from a pinned block outside graph capture, fill kernels while capturing (no pinned block taken then).
+// Every thread copies units of V bytes (kernels/cat_split.cuh), chosen per piece: V = 16 (one 16-byte vector load
+// and store) for a piece whose addresses, row strides and width are multiples of 16, else the largest power of two
+// that divides them (down to single bytes), so one badly aligned piece does not slow the others and the kernel
+// never depends on the dtype. The table is grouped by unit
 // (copy_table.h's write_unit_groups); a unit finds its row with a fast divisor and its piece with locate() of
 // copy_table.h (a binary search over the prefix offsets), the same code the CPU kernel runs. All offsets are
 // 64-bit. The checks, the output and the table come from host/cat_split_host.cpp, compiled once for the CPU and

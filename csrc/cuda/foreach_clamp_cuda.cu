@@ -1,9 +1,9 @@
 // The many-tensor clamp on CUDA: one launch per dtype for the whole list. The table of a group (prefix element
 // counts, source and destination addresses) goes to the device by cuda::upload_words (device_table.cuh: no
-// synchronization, capture-safe), as cat/split's large tables do. The kernel: kernels/foreach_clamp.cuh. Blocks take tiles of
-// elements; a tile inside one tensor (every tile of a large tensor) is located once by one thread and then
-// clamped as a contiguous run; a tile that spans tensors locates each element with the binary search of
-// copy_table.h. The values are math.h's clamp_lower / clamp_upper, the functions the CPU loops call.
+// synchronization, capture-safe), as cat/split's large tables do. The kernel (kernels/foreach_clamp.cuh): blocks
+// take tiles of elements; a tile inside one tensor (every tile of a large tensor) is located once by one thread and
+// then clamped as a contiguous run; a tile that spans tensors locates each element with the binary search of
+// copy_table.h. The values are math/clamp.h's clamp_value, the function the CPU loops call.
 #include <vector>
 
 #include <ATen/ATen.h>

@@ -452,40 +452,41 @@ inline void __syncwarp(unsigned mask = 0xffffffffu, std::source_location site = 
   uint64_t all[32];
   tensorops::emu::exchange(mask, 0, "__syncwarp", site, all);
 }
+namespace tensorops {
+namespace emu {
+// A shuffle: every lane deposits v; lane l reads the value of lane src_of(l % width) of its width-wide segment,
+// or keeps its own where that is outside the segment.
+template <typename T, typename Src>
+inline T shuffle(unsigned mask, T v, int width, const char* what, const Site& site, Src src_of) {
+  uint64_t all[32];
+  exchange(mask, to_bits(v), what, site, all);
+  const int l = lane();
+  const int src = src_of(l % width);
+  return src >= 0 && src < width ? from_bits<T>(all[(l / width) * width + src]) : v;
+}
+}  // namespace emu
+}  // namespace tensorops
+
 template <typename T>
 inline T __shfl_sync(unsigned mask, T v, int src, int width = 32,
                      std::source_location site = std::source_location::current()) {
-  uint64_t all[32];
-  tensorops::emu::exchange(mask, tensorops::emu::to_bits(v), "__shfl_sync", site, all);
-  const int l = tensorops::emu::lane();
-  return tensorops::emu::from_bits<T>(all[(l / width) * width + (src % width + width) % width]);
+  return tensorops::emu::shuffle(mask, v, width, "__shfl_sync", site,
+                                 [&](int) { return (src % width + width) % width; });
 }
 template <typename T>
 inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32,
                           std::source_location site = std::source_location::current()) {
-  uint64_t all[32];
-  tensorops::emu::exchange(mask, tensorops::emu::to_bits(v), "__shfl_down_sync", site, all);
-  const int l = tensorops::emu::lane();
-  const int src = l % width + static_cast<int>(delta);
-  return src < width ? tensorops::emu::from_bits<T>(all[(l / width) * width + src]) : v;
+  return tensorops::emu::shuffle(mask, v, width, "__shfl_down_sync", site, [&](int l) { return l + int(delta); });
 }
 template <typename T>
 inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32,
                         std::source_location site = std::source_location::current()) {
-  uint64_t all[32];
-  tensorops::emu::exchange(mask, tensorops::emu::to_bits(v), "__shfl_up_sync", site, all);
-  const int l = tensorops::emu::lane();
-  const int src = l % width - static_cast<int>(delta);
-  return src >= 0 ? tensorops::emu::from_bits<T>(all[(l / width) * width + src]) : v;
+  return tensorops::emu::shuffle(mask, v, width, "__shfl_up_sync", site, [&](int l) { return l - int(delta); });
 }
 template <typename T>
 inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32,
                          std::source_location site = std::source_location::current()) {
-  uint64_t all[32];
-  tensorops::emu::exchange(mask, tensorops::emu::to_bits(v), "__shfl_xor_sync", site, all);
-  const int l = tensorops::emu::lane();
-  const int src = (l % width) ^ lane_mask;
-  return src < width ? tensorops::emu::from_bits<T>(all[(l / width) * width + src]) : v;
+  return tensorops::emu::shuffle(mask, v, width, "__shfl_xor_sync", site, [&](int l) { return l ^ lane_mask; });
 }
 inline unsigned __ballot_sync(unsigned mask, int pred, std::source_location site = std::source_location::current()) {
   uint64_t all[32];
@@ -522,20 +523,4 @@ template <typename T>
 inline T atomicCAS(T* address, T expected, T desired) {
   std::atomic_ref<T>(*address).compare_exchange_strong(expected, desired);
   return expected;
-}
-template <typename T>
-inline T atomicMax(T* address, T v) {
-  std::atomic_ref<T> a(*address);
-  T old = a.load();
-  while (old < v && !a.compare_exchange_weak(old, v)) {
-  }
-  return old;
-}
-template <typename T>
-inline T atomicMin(T* address, T v) {
-  std::atomic_ref<T> a(*address);
-  T old = a.load();
-  while (v < old && !a.compare_exchange_weak(old, v)) {
-  }
-  return old;
 }

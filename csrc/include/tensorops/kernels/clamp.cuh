@@ -36,7 +36,6 @@ __global__ void clamp_scalar_contig_kernel(scalar_t* out, const scalar_t* x, ind
     out[i] = static_cast<scalar_t>(math::clamp_value<acc_t, HasLo, HasHi, false>(static_cast<acc_t>(x[i]), lo, hi));
 }
 
-
 // Any layout. Each thread takes cuda::kVec neighbouring linear indices: one index decomposition, then steps along the
 // innermost plan dimension while it lasts. Operands: 0 out, 1 x, 2 lo, 3 hi (absent bounds are not read).
 // NanBounds: tensor bounds (NaN propagates per element); number bounds come as lo_v / hi_v.
@@ -47,7 +46,8 @@ __global__ void clamp_strided_kernel(TENSOROPS_GRID_CONSTANT const LaunchPlan<4,
   using acc_t = typename Acc<scalar_t>::type;
   const index_t n = p.numel;
   const index_t step = static_cast<index_t>(gridDim.x) * blockDim.x * cuda::kVec;
-  for (index_t base = (static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x) * cuda::kVec; base < n; base += step) {
+  for (index_t base = (static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x) * cuda::kVec; base < n;
+       base += step) {
     index_t off[4];
     index_t col = p.offsets(base, off);
 #pragma unroll
@@ -60,7 +60,8 @@ __global__ void clamp_strided_kernel(TENSOROPS_GRID_CONSTANT const LaunchPlan<4,
         if (HasLo) l = static_cast<acc_t>(lo[off[2]]);
         if (HasHi) h = static_cast<acc_t>(hi[off[3]]);
       }
-      out[off[0]] = static_cast<scalar_t>(math::clamp_value<acc_t, HasLo, HasHi, TensorBounds>(static_cast<acc_t>(x[off[1]]), l, h));
+      out[off[0]] = static_cast<scalar_t>(
+          math::clamp_value<acc_t, HasLo, HasHi, TensorBounds>(static_cast<acc_t>(x[off[1]]), l, h));
     }
   }
 }

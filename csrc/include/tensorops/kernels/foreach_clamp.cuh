@@ -40,7 +40,8 @@ __global__ void foreach_clamp_kernel(const int64_t* __restrict__ table, int64_t 
     if (first + count <= start[s + 1]) {  // the tile lies in one tensor
       const scalar_t* x = reinterpret_cast<const scalar_t*>(xs[s]) + (first - start[s]);
       scalar_t* y = reinterpret_cast<scalar_t*>(ys[s]) + (first - start[s]);
-      for (int64_t k = threadIdx.x; k < count; k += blockDim.x) y[k] = clamp_element<scalar_t, HasLo, HasHi>(x[k], lo, hi);
+      for (int64_t k = threadIdx.x; k < count; k += blockDim.x)
+        y[k] = clamp_element<scalar_t, HasLo, HasHi>(x[k], lo, hi);
     } else {
       for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
         const int64_t q = first + k;
