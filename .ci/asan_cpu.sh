@@ -41,7 +41,8 @@ done
 say "copy of the tree in $DIR/src"
 rm -rf "$DIR"
 mkdir -p "$DIR/src"
-tar -C "$ROOT" --exclude=./.venv --exclude='./.ci/torch-*' --exclude=./.ci/asan --exclude=./build --exclude='*.so' \
+tar -C "$ROOT" --exclude=./.venv --exclude='./.ci/torch-*' --exclude=./.ci/asan --exclude=./.ci/emu-cache --exclude=./build \
+    --exclude='*.so' \
     --exclude=.git --exclude=.hypothesis --exclude=__pycache__ -cf - . | tar -C "$DIR/src" -xf -
 
 say "build (FORCE_CUDA=0 DEBUG=1, $SAN)"

@@ -36,6 +36,25 @@ def torch_std_flag(cpp_extension) -> str:
     return m.group(1) if m else "c++17"
 
 
+def ptxas_report(out: str) -> list:
+    """Per kernel of ptxas -v's output: name (mangled), registers, stack frame bytes, spilled bytes."""
+    kernels, name = [], None
+    for line in out.splitlines():
+        m = re.search(r"Compiling entry function '(\S+)'", line) or re.search(r"Function properties for (\S+)", line)
+        if m:
+            name = m.group(1)
+            continue
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m and name:
+            kernels.append({"name": name, "stack": int(m.group(1)), "spill": int(m.group(2)) + int(m.group(3)),
+                            "registers": 0})
+            continue
+        m = re.search(r"Used (\d+) registers", line)
+        if m and kernels and kernels[-1]["name"] == name:
+            kernels[-1]["registers"] = int(m.group(1))
+    return kernels
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--arch", default="90", help="compute capability without the dot (default 90: sm_90 only)")
@@ -76,6 +95,7 @@ def main() -> int:
         + list(ce.COMMON_NVCC_FLAGS) + ["--compiler-options", "-fPIC"]
         + ["-O3", "-lineinfo", "--expt-relaxed-constexpr"]
         + [f"-gencode=arch=compute_{args.arch},code=sm_{args.arch}", f"-std={std}"]
+        + ["-Xptxas", "-v"]  # every kernel's registers, stack frame and spills: checked below
     )
     print(f"nvcc_check: {len(sources)} files, torch {torch.__version__}, {nvcc}, -std={std}, sm_{args.arch}, "
           f"{args.jobs} at once", flush=True)
@@ -89,7 +109,7 @@ def main() -> int:
             r = subprocess.run(cmd, capture_output=True, text=True)
             return src, r.returncode, r.stdout + r.stderr, time.monotonic() - t
 
-        failed = []
+        failed, kernels = [], []
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             for src, rc, out, secs in pool.map(compile_one, sources):
                 rel = os.path.relpath(src, ROOT)
@@ -100,8 +120,19 @@ def main() -> int:
                         f.write(out)
                 if rc != 0:
                     failed.append((rel, out))
+            kernels.extend(ptxas_report(out))
     for rel, out in failed:
         print(f"---- {rel} ----\n" + "\n".join(out.splitlines()[-60:]), flush=True)
+    # the SASS must stay clean: no spills and no local memory (stack frame) in any kernel
+    dirty = [k for k in kernels if k["spill"] or k["stack"]]
+    if kernels:
+        regs = sorted(k["registers"] for k in kernels)
+        print(f"nvcc_check: {len(kernels)} kernel instantiations, registers {regs[0]}-{regs[-1]} "
+              f"(median {regs[len(regs) // 2]}), {len(dirty)} with spills or a stack frame", flush=True)
+    for k in dirty:
+        print(f"  SPILLS {k['name']}: {k['stack']} bytes stack frame, {k['spill']} bytes spilled", flush=True)
+    if dirty:
+        failed.append(("ptxas", "kernels with spills or local memory"))
     if failed:
         print(f"nvcc_check: {len(failed)} of {len(sources)} files failed to compile against torch "
               f"{torch.__version__}", file=sys.stderr)
