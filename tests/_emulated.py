@@ -203,13 +203,15 @@ def load(variant: str | None = None):
     return import_so(build(variant or os.environ.get("TENSOROPS_EMU_VARIANT", "plain")))
 
 
+def _library(lib: str) -> str | None:
+    path = subprocess.run([cxx(), f"-print-file-name={lib}"], capture_output=True, text=True).stdout.strip()
+    return path if os.path.isabs(path) and os.path.exists(path) else None
+
+
 def runtime_library(variant: str) -> str | None:
     """The sanitizer runtime to preload for ``variant`` (its absolute path), or None."""
     lib = VARIANTS[variant]["runtime"]
-    if lib is None:
-        return None
-    path = subprocess.run([cxx(), f"-print-file-name={lib}"], capture_output=True, text=True).stdout.strip()
-    return path if os.path.isabs(path) else None
+    return None if lib is None else _library(lib)
 
 
 def child_env(variant: str, so: Path) -> dict:
@@ -219,7 +221,9 @@ def child_env(variant: str, so: Path) -> dict:
     env["TENSOROPS_EMU_VARIANT"] = variant
     rt = runtime_library(variant)
     if rt:
-        env["LD_PRELOAD"] = rt
+        # the runtime first; then libstdc++, so that ASan's __cxa_throw interceptor finds the real one when the
+        # process starts (python itself does not link libstdc++: without it the first C++ exception aborts)
+        env["LD_PRELOAD"] = ":".join(p for p in (rt, _library("libstdc++.so")) if p)
     # the first report ends the run with exit code 66 and a report naming the source line
     env["ASAN_OPTIONS"] = "detect_leaks=0:halt_on_error=1:exitcode=66:allocator_may_return_null=1"
     env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:exitcode=66"

@@ -41,8 +41,9 @@ def test_emulated_build(variant, tmp_path):
     env = _emulated.child_env(variant, so)
     report = tmp_path / "kernels.json"
     env["TENSOROPS_EMU_REPORT"] = str(report)
-    r = _run_child(variant, ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", str(TESTS / "emulated")], env,
-                   timeout=1500)
+    # -s: a sanitizer report ends the child at once, so it must reach stderr uncaptured; -v: which test it was
+    r = _run_child(variant, ["-m", "pytest", "-v", "-s", "-p", "no:cacheprovider", "-x", str(TESTS / "emulated")],
+                   env, timeout=1500)
     out = r.stdout[-15000:] + "\n" + r.stderr[-15000:]
     assert r.returncode == 0, f"the emulated tests failed in the {variant} build (exit {r.returncode}):\n{out}"
     for bad in ("ERROR: AddressSanitizer", "runtime error:", "WARNING: ThreadSanitizer"):

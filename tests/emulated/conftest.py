@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from pathlib import Path
 
 import pytest
-import torch
 
 import _emulated
 
@@ -25,9 +25,13 @@ if not ACTIVE:
 _RAN: dict[str, set[str]] = {}  # kernel name -> the full instantiations that ran
 
 
+HERE = Path(__file__).resolve().parent
+
+
 def pytest_collection_modifyitems(items):
-    for item in items:
-        item.add_marker(pytest.mark.emulated)
+    for item in items:  # the hook sees the whole session's items: mark only this directory's
+        if HERE in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.emulated)
 
 
 @pytest.fixture(scope="session")
@@ -56,41 +60,3 @@ def pytest_sessionfinish(session, exitstatus):
     if path and ACTIVE:
         with open(path, "w") as f:
             json.dump({k: sorted(v) for k, v in _RAN.items()}, f, indent=1)
-
-
-def ops():
-    return torch.ops.tensorops_emu
-
-
-def launches(emu, kernel: str | None = None) -> list[dict]:
-    """The launches recorded since the test began: name (short), full (instantiation), grid, block, smem, ran."""
-    out = []
-    for e in emu.events():
-        m = re.match(r"launch (.*?) grid=(\d+) block=(\d+) smem=(\d+) ran=(\d+)$", e)
-        if not m:
-            continue
-        short = re.search(r"tensorops::kernels::(\w+)", m.group(1))
-        d = {"name": short.group(1) if short else m.group(1), "full": m.group(1), "grid": int(m.group(2)),
-             "block": int(m.group(3)), "smem": int(m.group(4)), "ran": int(m.group(5))}
-        if kernel is None or d["name"] == kernel:
-            out.append(d)
-    return out
-
-
-def template_args(launch: dict) -> list[str]:
-    """The kernel instantiation's template arguments, e.g. ['float', 'int', 'true', 'true']."""
-    m = re.search(r"<([^<>]*)>\(", launch["full"])
-    assert m, f"no template arguments in {launch['full']}"
-    return [a.strip() for a in m.group(1).split(",")]
-
-
-# where each plan kernel keeps its index type among its template arguments
-INDEX_ARG = {"clamp_scalar_contig_kernel": 1, "clamp_strided_kernel": 1, "clamp_backward_kernel": 2,
-             "clamp_scalar_backward_kernel": 1, "normalize_kernel": 3, "normalize_backward_kernel": 3}
-
-
-def index_type(launch: dict) -> str:
-    """'int' or 'long': the launch's index type (the 32- or 64-bit path)."""
-    t = template_args(launch)[INDEX_ARG[launch["name"]]]
-    assert t in ("int", "long"), launch["full"]
-    return t

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import launches, ops
+from emulated._helpers import launches, ops
 
 
 def pieces(sizes, dtype, dim, other=(3, 5), seed=0):

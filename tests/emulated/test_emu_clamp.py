@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import index_type, launches, ops
+from emulated._helpers import index_type, launches, ops
 
 # one dtype per element size and accumulation type: what the emulated build compiles (dispatch.h)
 DTYPES = [torch.uint8, torch.int64, torch.float16, torch.float32, torch.float64]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import launches, ops
+from emulated._helpers import launches, ops
 from tensorops import reference
 
 TOL = dict(rtol=3e-7, atol=3e-7)  # FMA on the GPU, two roundings here

@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 
-from conftest import index_type, launches, ops
+from emulated._helpers import index_type, launches, ops
 
 pytestmark = [
     pytest.mark.slow,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import launches, ops
+from emulated._helpers import launches, ops
 from tensorops import reference
 
 MEAN = [0.485, 0.456, 0.406]

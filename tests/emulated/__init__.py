@@ -1,0 +1,1 @@
+"""The emulated CUDA tier (see conftest.py)."""
