@@ -157,6 +157,10 @@ def build(variant: str) -> Path:
     if r.returncode != 0:
         raise RuntimeError(f"building the emulated extension ({variant}) failed:\n{r.stdout[-20000:]}\n{r.stderr}")
     os.replace(d / tmp, so)  # complete builds only: a killed build leaves no .so
+    # keep the two newest builds of this variant (~0.5 GB each; a build for older sources is seldom used again)
+    old = sorted((p for p in cache.glob(f"{variant}-*") if p.is_dir()), key=lambda p: p.stat().st_mtime)[:-2]
+    for p in old:
+        shutil.rmtree(p, ignore_errors=True)
     return so
 
 
