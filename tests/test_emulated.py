@@ -136,6 +136,9 @@ def mutated(tmp: Path, header: str, old: str, new: str) -> Path:
 
 
 def run_program(variant: str, name: str, include_first, mode: str) -> subprocess.CompletedProcess:
+    lib = _emulated.VARIANTS[variant]["runtime"]
+    if lib and _emulated.runtime_library(variant) is None:
+        pytest.skip(f"the compiler has no {lib}")
     exe = _emulated.build_program(variant, name, PROGRAM, include_first)
     env = _emulated.child_env(variant, exe)
     env.pop("LD_PRELOAD", None)  # the program is linked with its sanitizer runtime
