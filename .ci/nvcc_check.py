@@ -120,7 +120,7 @@ def main() -> int:
                         f.write(out)
                 if rc != 0:
                     failed.append((rel, out))
-            kernels.extend(ptxas_report(out))
+                kernels.extend(ptxas_report(out))
     for rel, out in failed:
         print(f"---- {rel} ----\n" + "\n".join(out.splitlines()[-60:]), flush=True)
     # the SASS must stay clean: no spills and no local memory (stack frame) in any kernel
