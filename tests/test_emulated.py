@@ -81,6 +81,16 @@ __global__ void split_barrier_kernel(int* x) {
   }
 }
 
+// half a warp shuffles while the rest of the block waits at __syncthreads: a GPU hangs
+__global__ void hang_kernel(int* x) {
+  int v = x[threadIdx.x];
+  if (threadIdx.x >= 32 && threadIdx.x < 48)
+    v = __shfl_sync(0xffffffffu, v, 0);
+  else
+    __syncthreads();
+  x[threadIdx.x] = v;
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argv[1];
   try {
@@ -110,6 +120,10 @@ int main(int argc, char** argv) {
       float s = 0;
       cuda::launch(early_exit_kernel, 1, 64, 0, nullptr, &s);
       std::printf("ok %g\n", s);
+    } else if (mode == "hang") {
+      std::vector<int> x(64, 1);
+      cuda::launch(hang_kernel, 1, 64, 0, nullptr, x.data());
+      std::printf("ok\n");
     } else if (mode == "split_barrier") {
       std::vector<int> x(128);
       cuda::launch(split_barrier_kernel, 1, 128, 0, nullptr, x.data());
@@ -180,9 +194,10 @@ def test_real_foreach_kernel_is_race_free_under_tsan():
 @pytest.mark.parametrize("mode, message", [
     ("early_exit", "already left the kernel (full mask)"),
     ("split_barrier", "wait at different __syncthreads"),
+    ("hang", "deadlock: all 64 live threads of the block wait at barriers that cannot open"),
 ])
 def test_emulator_reports_divergent_collectives(mode, message):
     r = run_program("plain", "probe_real", None, mode)
     assert r.returncode == 3 and message in r.stdout, r.stdout + r.stderr
     assert re.search(r"\.(cuh|cpp):\d+", r.stdout), r.stdout  # the report names the source line
-    assert "early_exit_kernel" in r.stdout or "split_barrier_kernel" in r.stdout, r.stdout  # and the kernel
+    assert f"{mode}_kernel" in r.stdout, r.stdout  # and the kernel
