@@ -2,7 +2,7 @@
 //
 // The per-piece copy table of copy_table.h (addresses, row strides, prefix column offsets) travels in the kernel
 // parameters when it fits (up to 90 pieces, 97 of one unit): no host-to-device copy, and a CUDA graph captures the
-// table's values. Larger tables go to a device buffer by cuda::upload_words (device_table.cuh): a non-blocking
+// table's values. Larger tables go to a device buffer by cuda::upload_table (device_table.cuh): a non-blocking
 // copy from a pinned block outside graph capture, fill kernels while capturing (no pinned block taken then).
 // Every thread copies units of V bytes (kernels/cat_split.cuh), chosen per piece: V = 16 (one 16-byte vector load
 // and store) for a piece whose addresses, row strides and width are multiples of 16, else the largest power of two
@@ -38,17 +38,16 @@ void run_cuda(const Prepared& p, bool into_wide, c10::Device device) {
   fill_table(plain.data(), p.pieces, p.wide, p.wide_rs, into_wide);
   const copy_table::SegmentTable t = copy_table::table_view(plain.data(), n, p.row_bytes, p.rows);
   const int64_t words = copy_table::grouped_words(n, copy_table::class_count(copy_table::unit_classes(t)));
+  // the grouped table: in the kernel parameters when it fits, else uploaded (kept alive until the launch is queued)
   kernels::CopyTableParam inline_table;
-  std::vector<int64_t> large;  // the grouped table when it does not fit in the kernel parameters
-  if (words > kernels::kCopyParamWords) large.resize(static_cast<size_t>(words));
-  int64_t* buf = large.empty() ? inline_table.w : large.data();
-  const int64_t tiles = copy_table::write_unit_groups(t, kernels::kCopyTile, buf);
-  at::Tensor table;  // kept alive until the launch is queued
-  const int64_t* dev = nullptr;
-  if (!large.empty()) {
-    table = cuda::upload_words(buf, words, device);
-    dev = table.const_data_ptr<int64_t>();
-  }
+  int64_t tiles = 0;
+  const auto write = [&](int64_t* dst) { tiles = copy_table::write_unit_groups(t, kernels::kCopyTile, dst); };
+  at::Tensor table;
+  if (words > kernels::kCopyParamWords)
+    table = cuda::upload_table(words, device, write);
+  else
+    write(inline_table.w);
+  const int64_t* dev = table.defined() ? table.const_data_ptr<int64_t>() : nullptr;
   cuda::launch(kernels::copy_groups_kernel, cuda::blocks_for(tiles, 1), cuda::kThreads, 0, stream, inline_table, dev,
                p.rows, tiles);
 }

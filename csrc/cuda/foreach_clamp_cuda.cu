@@ -1,5 +1,5 @@
 // The many-tensor clamp on CUDA: one launch per dtype for the whole list. The table of a group (prefix element
-// counts, source and destination addresses) goes to the device by cuda::upload_words (device_table.cuh: no
+// counts, source and destination addresses) goes to the device by cuda::upload_table (device_table.cuh: no
 // synchronization, capture-safe), as cat/split's large tables do. The kernel (kernels/foreach_clamp.cuh): blocks
 // take tiles of elements; a tile inside one tensor (every tile of a large tensor) is located once by one thread and
 // then clamped as a contiguous run; a tile that spans tensors locates each element with the binary search of
@@ -26,17 +26,18 @@ template <typename scalar_t>
 void launch_group(const std::vector<const Item*>& group, bool has_lo, bool has_hi, c10::Device device) {
   using acc_t = typename Acc<scalar_t>::type;
   const int64_t n = static_cast<int64_t>(group.size());
-  std::vector<int64_t> buf(static_cast<size_t>(3 * n + 1));
-  buf[0] = 0;
-  for (int64_t s = 0; s < n; ++s) {
-    buf[s + 1] = buf[s] + group[s]->numel;
-    buf[n + 1 + s] = reinterpret_cast<int64_t>(group[s]->x);
-    buf[2 * n + 1 + s] = reinterpret_cast<int64_t>(group[s]->y);
-  }
-  const int64_t total = buf[n];
+  int64_t total = 0;
+  const at::Tensor table = cuda::upload_table(3 * n + 1, device, [&](int64_t* buf) {
+    buf[0] = 0;
+    for (int64_t s = 0; s < n; ++s) {
+      buf[s + 1] = buf[s] + group[s]->numel;
+      buf[n + 1 + s] = reinterpret_cast<int64_t>(group[s]->x);
+      buf[2 * n + 1 + s] = reinterpret_cast<int64_t>(group[s]->y);
+    }
+    total = buf[n];
+  });
   const acc_t lo = static_cast<acc_t>(from_bits<scalar_t>(group[0]->lo));
   const acc_t hi = static_cast<acc_t>(from_bits<scalar_t>(group[0]->hi));
-  const at::Tensor table = cuda::upload_words(buf.data(), 3 * n + 1, device);
   const int64_t* dev = table.const_data_ptr<int64_t>();
   const cuda::stream_t stream = cuda::current_stream(device);
   const unsigned int blocks = cuda::blocks_for(total, kernels::kForeachTile);

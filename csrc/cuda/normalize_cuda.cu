@@ -4,8 +4,10 @@
 // the input is also walked in the same order and aligned. Offsets come from a LaunchPlan (plan.h: fast
 // divisors). Statistics given as numbers travel by value in the kernel arguments (no host-to-device copy);
 // statistics tensors are read through their broadcast strides. More than kNormalizeByValue number statistics
-// become float64 tensors uploaded by cuda::upload_words (no synchronization, capture-safe).
+// become float64 tensors uploaded by cuda::upload_table (no synchronization, capture-safe).
 // The arithmetic is math.h's, the same functions the CPU kernel calls.
+#include <cstring>
+
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -94,17 +96,16 @@ at::Tensor normalize_cuda(const at::Tensor& input, c10::ArrayRef<double> mean, c
   const auto coef_strides = list_stat_strides(input, mean, std, dim, channels);
   if (channels > kNormalizeByValue) {
     // Too many for the kernel arguments: float64 statistics tensors put on the device without a synchronization
-    // (and capture-safe) by cuda::upload_words, then normalize_tensor.
+    // (and capture-safe) by cuda::upload_table, then normalize_tensor.
     const cuda::DeviceGuard guard(input.device());
-    std::vector<double> table(2 * channels);
-    for (int64_t c = 0; c < channels; ++c) {
-      table[c] = mean[mean.size() == 1 ? 0 : c];
-      table[channels + c] = std[std.size() == 1 ? 0 : c];
-    }
     static_assert(sizeof(double) == sizeof(int64_t), "statistics travel as 8-byte words");
-    const at::Tensor stats =
-        cuda::upload_words(reinterpret_cast<const int64_t*>(table.data()), 2 * channels, input.device())
-            .view(at::kDouble);
+    const at::Tensor stats = cuda::upload_table(2 * channels, input.device(), [&](int64_t* words) {
+      for (int64_t c = 0; c < channels; ++c) {
+        const double m = mean[mean.size() == 1 ? 0 : c], s = std[std.size() == 1 ? 0 : c];
+        std::memcpy(words + c, &m, sizeof m);
+        std::memcpy(words + channels + c, &s, sizeof s);
+      }
+    }).view(at::kDouble);
     std::vector<int64_t> shape(input.dim(), 1);
     shape[dim] = channels;
     return normalize_tensor_cuda(input, stats.narrow(0, 0, channels).view(shape),

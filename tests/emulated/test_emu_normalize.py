@@ -47,7 +47,7 @@ def test_number_statistics(emu, in_dtype, out_dtype, layout):
 
 
 def test_many_number_statistics_upload_without_a_synchronization(emu):
-    # more channels than travel in the kernel arguments: a float64 table uploaded by cuda::upload_words
+    # more channels than travel in the kernel arguments: a float64 table uploaded by cuda::upload_table
     c = 70
     x = image((2, c, 3, 4), torch.uint8)
     mean = [i / 100 for i in range(c)]

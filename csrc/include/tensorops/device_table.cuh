@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include <ATen/ATen.h>
 
@@ -19,34 +21,41 @@
 namespace tensorops {
 namespace cuda {
 
-// A new int64 device tensor of `words` words holding data[0, words) (host memory, read before this returns).
-inline at::Tensor upload_words(const int64_t* data, int64_t words, c10::Device device) {
+// A new int64 device tensor of `words` words, written on the host by fill(int64_t* dst) (dst[0, words) starts
+// undefined): straight into the pinned block outside capture, into a host buffer that fill kernels then carry
+// while capturing. The table is written once, where it is sent from.
+template <typename Fill>
+at::Tensor upload_table(int64_t words, c10::Device device, const Fill& fill) {
   if (!stream_capturing()) {
     at::Tensor host = pinned_empty({words}, at::kLong);
-    std::memcpy(host.mutable_data_ptr(), data, static_cast<size_t>(words) * sizeof(int64_t));
+    fill(host.mutable_data_ptr<int64_t>());
     return to_device(host, device, /*non_blocking=*/true);
   }
+  std::vector<int64_t> data(static_cast<size_t>(words));
+  fill(data.data());
   at::Tensor table = at::empty({words}, at::TensorOptions().dtype(at::kLong).device(device));
   const stream_t stream = current_stream(device);
   constexpr int64_t kChunk = kernels::kFillWords;
   for (int64_t first = 0; first < words; first += kChunk) {
     const int64_t count = std::min(kChunk, words - first);
     kernels::WordChunk<kChunk> chunk;
-    std::copy(data + first, data + first + count, chunk.w);
+    std::copy(data.data() + first, data.data() + first + count, chunk.w);
     launch(kernels::fill_words_kernel<kChunk>, 1, kThreads, 0, stream, chunk,
            table.mutable_data_ptr<int64_t>() + first, count);
   }
   return table;
 }
 
-// The same for a table of trivially copyable records (padded to whole words).
+// The same for a table of n trivially copyable records (padded to whole words).
 template <typename T>
 at::Tensor upload_records(const T* records, int64_t n, c10::Device device) {
   static_assert(std::is_trivially_copyable_v<T>, "upload_records copies bytes");
-  const int64_t bytes = n * static_cast<int64_t>(sizeof(T));
-  std::vector<int64_t> words(static_cast<size_t>((bytes + 7) / 8), 0);
-  std::memcpy(words.data(), records, static_cast<size_t>(bytes));
-  return upload_words(words.data(), static_cast<int64_t>(words.size()), device);
+  const size_t bytes = static_cast<size_t>(n) * sizeof(T);
+  const int64_t words = static_cast<int64_t>((bytes + 7) / 8);
+  return upload_table(words, device, [&](int64_t* dst) {
+    dst[words - 1] = 0;  // the padding of the last word
+    std::memcpy(dst, records, bytes);
+  });
 }
 
 }  // namespace cuda

@@ -1,4 +1,4 @@
-// The kernel behind cuda::upload_words (device_table.cuh): writes words carried in its own parameters to device
+// The kernel behind cuda::upload_table (device_table.cuh): writes words carried in its own parameters to device
 // memory, the capture-safe way to put a host table on the device. A template so that every .cu that includes it
 // may instantiate it (kernels in headers have vague linkage only as templates).
 #pragma once
