@@ -77,4 +77,20 @@ TENSOROPS_DEFINE_LIBRARY(TENSOROPS_LIBRARY, m) {
       "crop_mirror_normalize_list(Tensor[] images, Tensor mean, Tensor std, Tensor top_left, Tensor mirror, "
       "int[2] size, int dim, float scale, ScalarType dtype, MemoryFormat memory_format, int channels, float fill, "
       "bool pad) -> Tensor");
+
+  // ----- resized_crop_mirror_normalize (tensorops/resized_crop_mirror_normalize.py) -------------------------
+  // crop_mirror_normalize with a resampling step: sample n's box (boxes: float64 CPU (N, 4): top, left,
+  // height, width in source pixels, fractional allowed) is resampled to size (torchvision's resized_crop,
+  // align_corners=False: interpolation 0 nearest, 1 bilinear; antialias widens the filter when downscaling),
+  // mirrored where `mirror` says, then normalized as crop_mirror_normalize. `crop_first`: taps stop at the box's
+  // edges (resized_crop) or may read the image beyond it (Resize then crop). A uint8 `dtype` rounds and
+  // saturates (mean 0, std 1, scale 1). One pass; one launch on CUDA.
+  m.def(
+      "resized_crop_mirror_normalize(Tensor images, Tensor mean, Tensor std, Tensor boxes, Tensor mirror, "
+      "int[2] size, int dim, float scale, int interpolation, bool antialias, bool crop_first, ScalarType dtype, "
+      "MemoryFormat memory_format, int channels, float fill, bool pad) -> Tensor");
+  m.def(
+      "resized_crop_mirror_normalize_list(Tensor[] images, Tensor mean, Tensor std, Tensor boxes, Tensor mirror, "
+      "int[2] size, int dim, float scale, int interpolation, bool antialias, bool crop_first, ScalarType dtype, "
+      "MemoryFormat memory_format, int channels, float fill, bool pad) -> Tensor");
 }

@@ -6,11 +6,13 @@ from tensorops.cat_split import cat, split
 from tensorops.foreach import clamp, clamp_, clip_grad_value_  # tensorops.clamp's, also taking lists of tensors
 from tensorops.stack_chunk import chunk, stack
 from tensorops.crop_mirror_normalize import crop_mirror_normalize
+from tensorops.resized_crop_mirror_normalize import resized_crop_mirror_normalize
 from tensorops import data
 
 __all__ = [
     "__version__", "build_info", "is_compiled", "normalize", "Normalize", "clamp", "clamp_", "clip_grad_value_",
-    "cat", "split", "stack", "chunk", "crop_mirror_normalize", "data",
+    "cat", "split", "stack", "chunk", "crop_mirror_normalize",
+    "resized_crop_mirror_normalize", "data",
 ]
 
 

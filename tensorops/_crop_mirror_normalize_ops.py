@@ -1,7 +1,10 @@
-"""crop_mirror_normalize's registrations on the compiled ops: fake kernels, the autograd.Function (images'
-backward and jvp), the vmap batching rules, and :func:`_call`, the route to the batch or list op."""
+"""crop_mirror_normalize's and resized_crop_mirror_normalize's registrations on the compiled ops: fake kernels,
+the autograd.Function they share (images' backward and jvp), the vmap batching rules, and :func:`_call`, the
+route to the batch or list op. Both maps are linear in the images and take (images, mean, std, <boxes>, mirror,
+size, dim, scale, ..., fill, pad): one Function, one vmap rule, one route, keyed by the op's name (``kind``)."""
 from __future__ import annotations
 
+import functools
 from typing import List, Sequence, Union
 
 import torch
@@ -9,23 +12,25 @@ import torch
 from tensorops import _extension, _routing, reference
 
 
-def _call(images: Union[torch.Tensor, List[torch.Tensor]], args: tuple, direct: bool = False) -> torch.Tensor:
-    """The batch or list op on ``images`` with the rest of its arguments ``args``: below autograd when no
-    derivative can be needed, through :class:`_CropMirrorNormalize` otherwise (``direct``: the op itself, as a
-    torch.library batching rule calls it)."""
-    if isinstance(images, torch.Tensor):
-        op = torch.ops.tensorops.crop_mirror_normalize.default
-    else:
-        op = torch.ops.tensorops.crop_mirror_normalize_list.default
+CMN = "crop_mirror_normalize"
+RESIZED = "resized_crop_mirror_normalize"
+
+
+def _call(images: Union[torch.Tensor, List[torch.Tensor]], args: tuple, direct: bool = False,
+          kind: str = CMN) -> torch.Tensor:
+    """The batch or list op ``kind`` on ``images`` with the rest of its arguments ``args``: below autograd when
+    no derivative can be needed, through :class:`_CropMirrorNormalize` otherwise (``direct``: the op itself, as
+    a torch.library batching rule calls it)."""
+    op = getattr(torch.ops.tensorops, kind if isinstance(images, torch.Tensor) else kind + "_list").default
     if direct:
         return op(images, *args)
-    return _routing.call(op, _CropMirrorNormalize, _apply_args(images, *args), (images, *args))
+    return _routing.call(op, _CropMirrorNormalize, _apply_args(images, *args, kind=kind), (images, *args))
 
 
-def _apply_args(images, *args) -> tuple:
+def _apply_args(images, *args, kind: str = CMN) -> tuple:
     """The arguments of _CropMirrorNormalize.apply: what is not an image as one Static, then the images."""
     batch = isinstance(images, torch.Tensor)
-    return (_extension.Static((batch, args)), *([images] if batch else images))
+    return (_extension.Static((batch, args, kind)), *([images] if batch else images))
 
 
 class _CropMirrorNormalize(torch.autograd.Function):
@@ -35,34 +40,38 @@ class _CropMirrorNormalize(torch.autograd.Function):
 
     @staticmethod
     def forward(static, *images):
-        batch, args = static.value
+        batch, args, kind = static.value
         with _extension.below_autograd():
-            return _call(images[0] if batch else list(images), args, direct=True)
+            return _call(images[0] if batch else list(images), args, direct=True, kind=kind)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
         static, *images = inputs
-        ctx.batch, ctx.args = static.value
+        ctx.batch, ctx.args, ctx.kind = static.value
         ctx.shapes = [tuple(im.shape) for im in images]
         ctx.dtypes = [im.dtype for im in images]
 
     @staticmethod
     def backward(ctx, grad):
-        grads = _images_grad(grad, ctx.batch, ctx.shapes, ctx.dtypes, ctx.args)
+        if ctx.kind == CMN:
+            grads = _images_grad(grad, ctx.batch, ctx.shapes, ctx.dtypes, ctx.args)
+        else:
+            grads = _resized_grad(grad, ctx.batch, ctx.shapes, ctx.dtypes, ctx.args)
         return (None, *[g if need else None for g, need in zip(grads, ctx.needs_input_grad[1:])])
 
     @staticmethod
     def jvp(ctx, _, *tangents):
-        m, s, tl, mi, size, dim, scale, dtype, memory_format, channels, fill, pad = ctx.args
+        # linear in the images: the tangent is the op on the tangents with mean 0 and fill 0
+        m, s = ctx.args[:2]
         ts = [torch.zeros(shape, dtype=dt, device=s.device) if t is None else t
               for t, shape, dt in zip(tangents, ctx.shapes, ctx.dtypes)]
-        args = (torch.zeros_like(m), s, tl, mi, size, dim, scale, dtype, memory_format, channels, 0.0, pad)
-        return _call(ts[0] if ctx.batch else ts, args)
+        args = (torch.zeros_like(m), *ctx.args[1:-2], 0.0, ctx.args[-1])
+        return _call(ts[0] if ctx.batch else ts, args, kind=ctx.kind)
 
     @staticmethod
     def vmap(info, in_dims, static, *images):
-        batch, args = static.value
-        return _vmap(info, in_dims[1:], images[0] if batch else list(images), args, direct=False)
+        batch, args, kind = static.value
+        return _vmap(info, in_dims[1:], images[0] if batch else list(images), args, direct=False, kind=kind)
 
 
 def _images_grad(grad: torch.Tensor, batch: bool, shapes, dtypes, args) -> List[torch.Tensor]:
@@ -80,7 +89,21 @@ def _images_grad(grad: torch.Tensor, batch: bool, shapes, dtypes, args) -> List[
     ]
 
 
-def _vmap(info, in_dims, images, args, direct: bool):
+def _resized_grad(grad: torch.Tensor, batch: bool, shapes, dtypes, args) -> List[torch.Tensor]:
+    """resized_crop_mirror_normalize's image gradients: the map is linear in the images, so its vector-Jacobian
+    product is autograd's through the torch composition (reference) at any point (zeros)."""
+    m, s, boxes, mi, size, dim, scale, interpolation, antialias, crop_first, dtype, memory_format, channels = args[:13]
+    with torch.enable_grad():
+        images = [torch.zeros(shape, dtype=dt, device=grad.device, requires_grad=True)
+                  for shape, dt in zip(shapes, dtypes)]
+        out = reference.resized_crop_mirror_normalize(
+            images[0] if batch else images, torch.zeros_like(m), s, boxes, mi, size, dim=dim, scale=scale,
+            interpolation=interpolation, antialias=antialias, crop_first=crop_first, dtype=dtype,
+            memory_format=memory_format, channels=channels, fill=0.0, pad=args[-1])
+        return list(torch.autograd.grad(out, images, grad, create_graph=torch.is_grad_enabled()))
+
+
+def _vmap(info, in_dims, images, args, direct: bool, kind: str = CMN):
     """vmap of either form with only the images batched: the vmapped dim and the sample dim fold into one
     bigger batch (or one longer list), so the whole thing is still one kernel call; per-sample arguments repeat
     for each slice."""
@@ -97,7 +120,7 @@ def _vmap(info, in_dims, images, args, direct: bool):
         flat = [moved[n][b] for b in range(B) for n in range(N)]
     rep = lambda t: t.repeat(B, 1) if t.shape[0] == N and N > 1 else t  # noqa: E731
     per_sample = (rep(m), rep(s), tl.repeat(B, 1), mi.repeat(B))
-    out = _call(flat, per_sample + tuple(args[4:]), direct=direct)
+    out = _call(flat, per_sample + tuple(args[4:]), direct=direct, kind=kind)
     return out.view((B, N) + tuple(out.shape[1:])), 0
 
 
@@ -140,48 +163,62 @@ def _image_grad(
 def _register() -> None:
     lib = "tensorops::"
 
-    def fake(images, mean, std, top_left, mirror, size, dim, scale, dtype, memory_format, channels, fill, pad):
+    def cmn_fake(images, mean, std, top_left, mirror, size, dim, scale, dtype, memory_format, channels, fill, pad):
+        return _fake(images, size, dtype, memory_format, channels)
+
+    def resized_fake(images, mean, std, boxes, mirror, size, dim, scale, interpolation, antialias, crop_first, dtype,
+                     memory_format, channels, fill, pad):
+        return _fake(images, size, dtype, memory_format, channels)
+
+    def _fake(images, size, dtype, memory_format, channels):
         first = images if isinstance(images, torch.Tensor) else images[0]
         N = images.shape[0] if isinstance(images, torch.Tensor) else len(images)
         return torch.empty((N, channels, size[0], size[1]), dtype=dtype, device=first.device,
                            memory_format=memory_format)
 
-    torch.library.register_fake(lib + "crop_mirror_normalize", fake)
-    torch.library.register_fake(lib + "crop_mirror_normalize_list", fake)
-
-    to_apply = _apply_args
-    for name in ("crop_mirror_normalize", "crop_mirror_normalize_list"):
-        _extension.register_autograd_function(name, _CropMirrorNormalize, to_apply)
-
-    def vmap_rule(info, in_dims, images, mean, std, top_left, mirror, *rest):
-        # torch.library's rule for the ops called directly under vmap (the wrapper goes through the Function's)
-        batch = isinstance(images, torch.Tensor)
-        image_dims = [in_dims[0]] if batch else list(in_dims[0])
-        if any(d is not None for d in in_dims[1:5]) or all(d is None for d in image_dims):
-            # something per-sample is vmapped: one call per vmapped slice
-            tensors = [images, mean, std, top_left, mirror]
-            slice_ = lambda t, d, b: t if d is None else t.select(d, b)  # noqa: E731
-
-            def one(b):
-                ims = slice_(images, in_dims[0], b) if batch else [slice_(t, d, b) for t, d in zip(images, image_dims)]
-                rest5 = [slice_(t, d, b) for t, d in zip(tensors[1:], in_dims[1:5])]
-                return _call(ims, (*rest5, *rest), direct=True)
-
-            return torch.stack([one(b) for b in range(info.batch_size)]), 0
-        return _vmap(info, image_dims, images, (mean, std, top_left, mirror, *rest), direct=True)
-
-    torch.library.register_vmap(lib + "crop_mirror_normalize", vmap_rule)
-    torch.library.register_vmap(lib + "crop_mirror_normalize_list", vmap_rule)
+    for kind, fake in ((CMN, cmn_fake), (RESIZED, resized_fake)):
+        to_apply = functools.partial(_apply_args, kind=kind)
+        for name in (kind, kind + "_list"):
+            torch.library.register_fake(lib + name, fake)
+            _extension.register_autograd_function(name, _CropMirrorNormalize, to_apply)
+            torch.library.register_vmap(lib + name, functools.partial(_vmap_rule, kind=kind))
 
     # torch's legacy vmap (torch._vmap_internals, which gradcheck's batched checks use) has no fallback for
     # Tensor[] ops: there, the native-torch composition, which it has rules for
-    def legacy_batched(images, mean, std, top_left, mirror, size, dim, scale, dtype, memory_format, channels, fill, pad):
+    def cmn_legacy(images, mean, std, top_left, mirror, size, dim, scale, dtype, memory_format, channels, fill, pad):
         return reference.crop_mirror_normalize(
             images, mean, std, top_left, mirror, size, dim=dim, scale=scale, dtype=dtype,
             memory_format=memory_format, channels=channels, fill=fill, pad=pad,
         )
 
-    _extension._IMPL.impl("crop_mirror_normalize_list", legacy_batched, "Batched")  # type: ignore[union-attr]
+    def resized_legacy(images, mean, std, boxes, mirror, size, dim, scale, interpolation, antialias, crop_first,
+                       dtype, memory_format, channels, fill, pad):
+        return reference.resized_crop_mirror_normalize(
+            images, mean, std, boxes, mirror, size, dim=dim, scale=scale, interpolation=interpolation,
+            antialias=antialias, crop_first=crop_first, dtype=dtype, memory_format=memory_format,
+            channels=channels, fill=fill, pad=pad,
+        )
+
+    _extension._IMPL.impl(CMN + "_list", cmn_legacy, "Batched")  # type: ignore[union-attr]
+    _extension._IMPL.impl(RESIZED + "_list", resized_legacy, "Batched")  # type: ignore[union-attr]
+
+
+def _vmap_rule(info, in_dims, images, mean, std, boxes, mirror, *rest, kind: str):
+    """torch.library's rule for the ops called directly under vmap (the wrappers go through the Function's)."""
+    batch = isinstance(images, torch.Tensor)
+    image_dims = [in_dims[0]] if batch else list(in_dims[0])
+    if any(d is not None for d in in_dims[1:5]) or all(d is None for d in image_dims):
+        # something per-sample is vmapped: one call per vmapped slice
+        tensors = [images, mean, std, boxes, mirror]
+        slice_ = lambda t, d, b: t if d is None else t.select(d, b)  # noqa: E731
+
+        def one(b):
+            ims = slice_(images, in_dims[0], b) if batch else [slice_(t, d, b) for t, d in zip(images, image_dims)]
+            rest5 = [slice_(t, d, b) for t, d in zip(tensors[1:], in_dims[1:5])]
+            return _call(ims, (*rest5, *rest), direct=True, kind=kind)
+
+        return torch.stack([one(b) for b in range(info.batch_size)]), 0
+    return _vmap(info, image_dims, images, (mean, std, boxes, mirror, *rest), direct=True, kind=kind)
 
 
 if _extension.is_compiled():

@@ -20,44 +20,45 @@ _NAME = "crop_mirror_normalize"
 KERNELS = _routing.Kernels()
 
 
-def _err(msg: str) -> str:
-    return _checks.where(_NAME) + msg
+def _err(msg: str, name: str = _NAME) -> str:
+    return _checks.where(name) + msg
 
 
-def _images(images: object, dim: object) -> Tuple[Union[torch.Tensor, List[torch.Tensor]], int, int]:
+def _images(images: object, dim: object, op: str = _NAME) -> Tuple[Union[torch.Tensor, List[torch.Tensor]], int, int]:
     """(images as a batch tensor or a list, channel dim of one image (-3 or -1), C)."""
     if isinstance(dim, bool) or not isinstance(dim, int):
-        raise TypeError(_err(f"dim must be an int, got {type(dim).__name__}"))
+        raise TypeError(_err(f"dim must be an int, got {type(dim).__name__}", op))
     if dim not in (-3, -1):
-        raise ValueError(_err(f"dim must be -3 (CHW images) or -1 (HWC images), got {dim}"))
+        raise ValueError(_err(f"dim must be -3 (CHW images) or -1 (HWC images), got {dim}", op))
     if isinstance(images, torch.Tensor):
         if images.dim() != 4:
-            raise ValueError(_err(f"images must be a 4-d batch or a list of 3-d images, got shape {tuple(images.shape)}"))
+            raise ValueError(_err(f"images must be a 4-d batch or a list of 3-d images, got shape {tuple(images.shape)}", op))
         items: List[torch.Tensor] = [images]
         C = images.shape[dim]
     elif isinstance(images, (list, tuple)):
         if len(images) == 0:
-            raise ValueError(_err("images is an empty list (pass an empty (0, C, H, W) batch tensor instead)"))
+            raise ValueError(_err("images is an empty list (pass an empty (0, C, H, W) batch tensor instead)", op))
         items = list(images)
         for n, im in enumerate(items):
             if not isinstance(im, torch.Tensor):
-                raise TypeError(_err(f"images[{n}] must be a torch.Tensor, got {type(im).__name__}"))
+                raise TypeError(_err(f"images[{n}] must be a torch.Tensor, got {type(im).__name__}", op))
             if im.dim() != 3:
-                raise ValueError(_err(f"images[{n}] must be a 3-d image, got shape {tuple(im.shape)}"))
+                raise ValueError(_err(f"images[{n}] must be a 3-d image, got shape {tuple(im.shape)}", op))
         C = items[0].shape[dim]
         for n, im in enumerate(items):
             if im.shape[dim] != C:
-                raise ValueError(_err(f"images[{n}] has {im.shape[dim]} channels but images[0] has {C}"))
+                raise ValueError(_err(f"images[{n}] has {im.shape[dim]} channels but images[0] has {C}", op))
             if im.dtype != items[0].dtype:
-                raise TypeError(_err(f"images[{n}] is {im.dtype} but images[0] is {items[0].dtype}"))
+                raise TypeError(_err(f"images[{n}] is {im.dtype} but images[0] is {items[0].dtype}", op))
             if im.device != items[0].device:
-                raise ValueError(_err(f"images[{n}] is on {im.device} but images[0] is on {items[0].device}"))
+                raise ValueError(_err(f"images[{n}] is on {im.device} but images[0] is on {items[0].device}", op))
         images = items
     else:
-        raise TypeError(_err(f"images must be a tensor or a list of tensors, got {type(images).__name__}"))
+        raise TypeError(_err(f"images must be a tensor or a list of tensors, got {type(images).__name__}", op))
     first = items[0]
-    if first.dtype != torch.uint8 and first.dtype not in FLOATS:
-        raise TypeError(_err(f"images must be uint8 or floating (float16, bfloat16, float32, float64), got {first.dtype}"))
+    if first.dtype != torch.uint8 and first.dtype not in FLOATS and not (op != _NAME and first.dtype == torch.uint16):
+        kinds = "uint8 or floating" if op == _NAME else "uint8, uint16 or floating"
+        raise TypeError(_err(f"images must be {kinds} (float16, bfloat16, float32, float64), got {first.dtype}", op))
     return images, dim, C  # type: ignore[return-value]
 
 
@@ -72,17 +73,17 @@ def _sizes(images: Union[torch.Tensor, List[torch.Tensor]], dim: int) -> List[Tu
     return [_hw(im, dim) for im in images]
 
 
-def _size(size: object, sizes: List[Tuple[int, int]]) -> Tuple[int, int]:
+def _size(size: object, sizes: List[Tuple[int, int]], op: str = _NAME) -> Tuple[int, int]:
     if size is None:
         if len(set(sizes)) > 1:
-            raise ValueError(_err(f"size=None (the whole image) needs images of one size, got {sorted(set(sizes))}"))
+            raise ValueError(_err(f"size=None (the whole image) needs images of one size, got {sorted(set(sizes))}", op))
         return sizes[0] if sizes else (0, 0)
     if isinstance(size, numbers.Integral) and not isinstance(size, bool):
         size = (size, size)
     if not isinstance(size, (tuple, list, torch.Size)) or len(size) != 2:
-        raise TypeError(_err(f"size must be None, an int or (h, w), got {size!r}"))
+        raise TypeError(_err(f"size must be None, an int or (h, w), got {size!r}", op))
     if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 0 for v in size):
-        raise ValueError(_err(f"size must be two non-negative ints (h, w), got {tuple(size)}"))
+        raise ValueError(_err(f"size must be two non-negative ints (h, w), got {tuple(size)}", op))
     return int(size[0]), int(size[1])
 
 
@@ -99,37 +100,65 @@ def _top_left(top_left: object, sizes: List[Tuple[int, int]], h: int, w: int) ->
     return top_left.to(device="cpu", dtype=torch.int64)
 
 
-def _mirror(mirror: object, N: int) -> torch.Tensor:
+def _mirror(mirror: object, N: int, op: str = _NAME) -> torch.Tensor:
     if mirror is None:
         return torch.zeros(N, dtype=torch.bool)
     if not isinstance(mirror, torch.Tensor):
         mirror = torch.as_tensor(mirror)
     if mirror.dtype != torch.bool:
-        raise TypeError(_err(f"mirror must be a bool tensor, got {mirror.dtype}"))
+        raise TypeError(_err(f"mirror must be a bool tensor, got {mirror.dtype}", op))
     if tuple(mirror.shape) != (N,):
-        raise ValueError(_err(f"mirror must have shape ({N},), got {tuple(mirror.shape)}"))
+        raise ValueError(_err(f"mirror must have shape ({N},), got {tuple(mirror.shape)}", op))
     return mirror.to(device="cpu")
 
 
-def _stat(name: str, stat: object, N: int, C: int, device: torch.device, acc: torch.dtype, scale: float) -> torch.Tensor:
+def _stat(name: str, stat: object, N: int, C: int, device: torch.device, acc: torch.dtype, scale: float, op: str = _NAME) -> torch.Tensor:
     """A (N or 1, C or 1) statistics tensor."""
-    values = _checks.stat_numbers(_NAME, name, stat)
+    values = _checks.stat_numbers(op, name, stat)
     if values is not None:
         if len(values) not in (1, C):
-            raise ValueError(_err(f"{name} has {len(values)} values but the images have {C} channels"))
+            raise ValueError(_err(f"{name} has {len(values)} values but the images have {C} channels", op))
         return _checks.values_tensor(values, device, acc).view(1, len(values))
     assert isinstance(stat, torch.Tensor)
     if not stat.is_floating_point():
-        raise TypeError(_err(f"{name} must be a floating tensor, got {stat.dtype}"))
+        raise TypeError(_err(f"{name} must be a floating tensor, got {stat.dtype}", op))
     if stat.device != device:
-        raise ValueError(_err(f"{name} is on {stat.device} but the images are on {device}"))
+        raise ValueError(_err(f"{name} is on {stat.device} but the images are on {device}", op))
     if stat.dim() < 2:
         stat = stat.reshape(1, -1) if stat.dim() == 1 else stat.reshape(1, 1)
     if stat.dim() != 2 or stat.shape[0] not in (1, N) or stat.shape[1] not in (1, C):
         raise ValueError(
-            _err(f"{name} of shape {tuple(stat.shape)} must be (C,) or per-sample (N, C) = ({N}, {C}) (or size 1 there)")
+            _err(f"{name} of shape {tuple(stat.shape)} must be (C,) or per-sample (N, C) = ({N}, {C}) (or size 1 there)", op)
         )
     return stat
+
+
+def _options(C: int, memory_format: object, pad_channels: object, fill: object, out_of_bounds: object,
+             op: str = _NAME) -> Tuple[int, float, bool]:
+    """(output channels, fill, pad) from the layout and padding keywords, checked."""
+    if memory_format not in (torch.contiguous_format, torch.channels_last):
+        raise ValueError(_err(f"memory_format must be torch.contiguous_format or torch.channels_last, got {memory_format!r}", op))
+    if pad_channels is None:
+        channels = C
+    elif isinstance(pad_channels, bool) or not isinstance(pad_channels, numbers.Integral) or pad_channels < C:
+        raise ValueError(_err(f"pad_channels must be an int >= the images' {C} channels, got {pad_channels!r}", op))
+    else:
+        channels = int(pad_channels)
+    if isinstance(fill, bool) or not isinstance(fill, numbers.Real):
+        raise TypeError(_err(f"fill must be a number, got {fill!r}", op))
+    fill = float(fill)
+    if out_of_bounds not in ("error", "pad"):
+        raise ValueError(_err(f"out_of_bounds must be \"error\" or \"pad\", got {out_of_bounds!r}", op))
+    pad = out_of_bounds == "pad"
+    return channels, fill, pad
+
+
+def _no_capture(device: torch.device, op: str = _NAME) -> None:
+    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        # the per-sample table is built on the host from the boxes, mirror and the images' sizes on every call,
+        # which a captured graph would replay stale: refuse clearly instead of capturing a wrong table
+        raise RuntimeError(_err("cannot be captured in a CUDA graph (its crop table is built on the host on every "
+                                "call); run it outside graph capture, e.g. in the data pipeline", op))
 
 
 # Checked statistics given as numbers, keyed by their values: the checks cost more than a small batch's kernel,
@@ -138,21 +167,21 @@ _NUMBER_STATS = _checks.Memo()
 
 
 def _stats(mean: object, std: object, N: int, C: int, device: torch.device, dtype: torch.dtype,
-           scale: float) -> Tuple[torch.Tensor, torch.Tensor]:
+           scale: float, op: str = _NAME) -> Tuple[torch.Tensor, torch.Tensor]:
     """(mean, std) as (N or 1, C or 1) tensors in the accumulation dtype (numbers) or as given (tensors)."""
     km, ks = _checks.number_key(mean), _checks.number_key(std)
-    key = (km, ks, C, device, dtype, scale) if km is not None and ks is not None else None
+    key = (km, ks, C, device, dtype, scale, op) if km is not None and ks is not None else None
     compiling = torch.compiler.is_compiling()
     if key is not None and not compiling:
         hit = _NUMBER_STATS.get(key)
         if hit is not None:
             return hit
     acc = reference.acc_dtype(dtype)
-    m = _stat("mean", mean, N, C, device, acc, scale)
-    s = _stat("std", std, N, C, device, acc, scale)
-    std_values = _checks.stat_numbers(_NAME, "std", std)
+    m = _stat("mean", mean, N, C, device, acc, scale, op)
+    s = _stat("std", std, N, C, device, acc, scale, op)
+    std_values = _checks.stat_numbers(op, "std", std)
     if std_values is not None:
-        _checks.check_coefficients(_NAME, _checks.stat_numbers(_NAME, "mean", mean), std_values, scale, dtype)
+        _checks.check_coefficients(op, _checks.stat_numbers(op, "mean", mean), std_values, scale, dtype)
     if key is not None and not compiling:
         _NUMBER_STATS.put(key, (m, s))
     return m, s
@@ -204,11 +233,7 @@ def crop_mirror_normalize(
     images, dim, C = _images(images, dim)
     first = images if isinstance(images, torch.Tensor) else images[0]
     device = first.device
-    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-        # the crop table is built on the host from top_left, mirror and the images' sizes on every call, which
-        # a captured graph would replay stale: refuse clearly instead of capturing a wrong table
-        raise RuntimeError(_err("cannot be captured in a CUDA graph (its crop table is built on the host on every "
-                                "call); run it outside graph capture, e.g. in the data pipeline"))
+    _no_capture(device)
     sizes = _sizes(images, dim)
     N = len(sizes)
     h, w = _size(size, sizes)
@@ -216,20 +241,7 @@ def crop_mirror_normalize(
         dtype = torch.float32 if first.dtype == torch.uint8 else first.dtype
     else:
         dtype = _checks.float_dtype(_NAME, dtype)
-    if memory_format not in (torch.contiguous_format, torch.channels_last):
-        raise ValueError(_err(f"memory_format must be torch.contiguous_format or torch.channels_last, got {memory_format!r}"))
-    if pad_channels is None:
-        channels = C
-    elif isinstance(pad_channels, bool) or not isinstance(pad_channels, numbers.Integral) or pad_channels < C:
-        raise ValueError(_err(f"pad_channels must be an int >= the images' {C} channels, got {pad_channels!r}"))
-    else:
-        channels = int(pad_channels)
-    if isinstance(fill, bool) or not isinstance(fill, numbers.Real):
-        raise TypeError(_err(f"fill must be a number, got {fill!r}"))
-    fill = float(fill)
-    if out_of_bounds not in ("error", "pad"):
-        raise ValueError(_err(f"out_of_bounds must be \"error\" or \"pad\", got {out_of_bounds!r}"))
-    pad = out_of_bounds == "pad"
+    channels, fill, pad = _options(C, memory_format, pad_channels, fill, out_of_bounds)
     scale = 1.0 / 255.0 if first.dtype == torch.uint8 else 1.0
     m, s = _stats(mean, std, N, C, device, dtype, scale)
     tl = _top_left(top_left, sizes, h, w)

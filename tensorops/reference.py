@@ -5,6 +5,7 @@ takes arguments already checked and resolved by the public wrapper (tensorops/<f
 """
 from __future__ import annotations
 
+import math
 from typing import Optional, Sequence, Tuple, Union
 
 import torch
@@ -164,6 +165,131 @@ def crop_mirror_normalize(
         device = images.device if isinstance(images, torch.Tensor) else None
         return torch.empty((0, channels, h, w), dtype=dtype, device=device).contiguous(memory_format=memory_format)
     return torch.stack(crops).to(dtype).contiguous(memory_format=memory_format)
+
+
+# ---- resized_crop_mirror_normalize -------------------------------------------------------------------------------
+def resize_weights(start: float, length: float, out: int, extent: int, interpolation: int, antialias: bool,
+                   crop_first: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    """One axis of one sample as a dense float64 (out, extent) matrix of resampling weights (rows sum to 1) and
+    an (out,) bool mask of the outputs that are ``fill`` (out_of_bounds="pad": sampled outside the image).
+
+    Output i is centred at ``start + (i + 0.5) * scale``, ``scale = length / out`` (align_corners=False);
+    bilinear (1) with ``antialias``: torch's antialiased filter (a triangle of half-width max(scale, 1), cut to
+    the readable range, divided by its sum); without: torch's two-tap bilinear (source clamped at the range's
+    start); nearest (0): pixel floor(start + i * scale). The readable range is the box's pixels with
+    ``crop_first`` (resized_crop), else the whole image. The same formulas as csrc/include/tensorops/resize.h,
+    written again with torch ops (the kernels' oracle)."""
+    f64 = torch.float64
+    scale = length / out if out > 0 else 1.0
+    mode = 0 if interpolation == 0 else (2 if antialias else 1)
+    wide = mode == 2 and scale >= 1.0
+    support, invscale = (scale, 1.0 / scale) if wide else (1.0, 1.0)
+    if crop_first:
+        lo, hi = max(math.floor(start), 0), min(math.ceil(start + length), extent)
+    else:
+        lo, hi = 0, extent
+    i = torch.arange(out, dtype=f64)
+    if mode == 0:  # the product in float32, as torch's nearest_idx
+        pos = start + (i.float() * torch.tensor(scale, dtype=torch.float32)).double()
+    else:
+        pos = start + (i + 0.5) * scale
+    x = torch.arange(extent, dtype=f64)
+    weights = torch.zeros(out, extent, dtype=f64)
+    fill = (pos < 0) | (pos >= extent)
+    if hi <= lo:
+        return weights, torch.ones(out, dtype=torch.bool)
+    if mode == 0:
+        idx = pos.floor().clamp(lo, hi - 1).long()
+        weights[torch.arange(out), idx] = 1.0
+    elif mode == 1:
+        src = (pos - 0.5).clamp_min(lo)
+        x0 = src.floor()
+        frac = src - x0
+        one = x0 + 1 >= hi
+        first = x0.clamp_max(hi - 1).long()
+        rows = torch.arange(out)
+        weights[rows, first] = torch.where(one, torch.ones_like(frac), 1.0 - frac)
+        second = ~one
+        weights[rows[second], first[second] + 1] = frac[second]
+    else:
+        x0 = (pos - support + 0.5).floor().clamp_min(lo)
+        x1 = (pos + support + 0.5).floor().clamp_max(hi)
+        inside = (x[None, :] >= x0[:, None]) & (x[None, :] < x1[:, None])
+        t = ((x[None, :] + 0.5 - pos[:, None]) * invscale).abs()
+        weights = torch.where(inside & (t < 1.0), 1.0 - t, torch.zeros((), dtype=f64))
+        total = weights.sum(1, keepdim=True)
+        fill = fill | (x1 <= x0)
+        weights = torch.where(total > 0, weights / total.clamp_min(1e-300), weights)
+    weights[fill] = 0.0
+    return weights, fill
+
+
+def resized_crop_mirror_normalize(
+    images: Union[torch.Tensor, Sequence[torch.Tensor]],
+    mean: torch.Tensor,
+    std: torch.Tensor,
+    boxes: torch.Tensor,
+    mirror: torch.Tensor,
+    size: Sequence[int],
+    *,
+    dim: int,
+    scale: float,
+    interpolation: int,
+    antialias: bool,
+    crop_first: bool,
+    dtype: torch.dtype,
+    memory_format: torch.memory_format,
+    channels: int,
+    fill: float,
+    pad: bool,
+) -> torch.Tensor:
+    """Dense resampling matrices (:func:`resize_weights`) applied as two matmuls per sample, flips, the
+    normalize formula and ``torch.stack``: the fallback of ``tensorops.resized_crop_mirror_normalize`` and its
+    oracle. Arguments as the op's schema: ``boxes`` a float64 CPU (N, 4) of (top, left, height, width);
+    ``mean``/``std`` (N or 1, C or 1). A uint8 ``dtype`` rounds half up and saturates (no normalization).
+    Differentiable in images (and statistics)."""
+    h, w = int(size[0]), int(size[1])
+    u8 = dtype == torch.uint8
+    acc = torch.float32 if u8 else acc_dtype(dtype)
+    bx = boxes.tolist()
+    flips = mirror.tolist()
+    outs = []
+    for n, image in enumerate(images):
+        chw = image if dim == -3 else image.permute(2, 0, 1)
+        C, H, W = chw.shape
+        top, left, bh, bw = bx[n]
+        if not all(math.isfinite(v) for v in bx[n]) or bh <= 0 or bw <= 0:
+            raise ValueError(f"tensorops.resized_crop_mirror_normalize(): boxes: sample {n}: the box (top, left, "
+                             f"height, width) = ({top}, {left}, {bh}, {bw}) must be finite with a positive height "
+                             f"and width")
+        slack = 1e-6
+        if not pad and not (top >= -slack and left >= -slack and top + bh <= H + slack and left + bw <= W + slack):
+            raise ValueError(f"tensorops.resized_crop_mirror_normalize(): boxes: sample {n}: the box (top, left, "
+                             f"height, width) = ({top}, {left}, {bh}, {bw}) leaves its {H}x{W} image (pass "
+                             f"out_of_bounds=\"pad\" to fill outside)")
+        wy, fy = resize_weights(top, bh, h, H, interpolation, antialias, crop_first)
+        wx, fx = resize_weights(left, bw, w, W, interpolation, antialias, crop_first)
+        dev = chw.device
+        wy, wx = wy.to(dev, acc), wx.to(dev, acc)
+        v = wy @ chw.to(acc) @ wx.T  # (C, h, w)
+        if u8:
+            v = (v + 0.5).floor().clamp(0, 255)
+        else:
+            m = mean[n if mean.shape[0] > 1 else 0].to(acc).view(-1, 1, 1)
+            s = std[n if std.shape[0] > 1 else 0].to(acc).view(-1, 1, 1)
+            v = (v * scale - m) / s
+        outside = (fy.to(dev)[:, None] | fx.to(dev)[None, :])
+        fill_value = min(max(math.floor(fill + 0.5), 0), 255) if u8 else fill
+        v = torch.where(outside, torch.full((), fill_value, dtype=acc, device=dev), v)
+        if flips[n]:
+            v = v.flip(-1)
+        if channels > C:
+            v = torch.cat([v, v.new_full((channels - C, h, w), fill_value)])
+        outs.append(v)
+    if not outs:
+        device = images.device if isinstance(images, torch.Tensor) else None
+        return torch.empty((0, channels, h, w), dtype=dtype, device=device).contiguous(memory_format=memory_format)
+    return torch.stack(outs).to(dtype).contiguous(memory_format=memory_format)
 
 
 # ---- many-tensor clamp -----------------------------------------------------------------------------------------

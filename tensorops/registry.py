@@ -60,6 +60,9 @@ OPS: Dict[str, OpInfo] = {
         OpInfo("crop_mirror_normalize", "DALI's crop_mirror_normalize", "crop_mirror_normalize",
                "crop_mirror_normalize", ("crop_mirror_normalize", "crop_mirror_normalize_list"),
                tensor_list=True),
+        OpInfo("resized_crop_mirror_normalize", "torchvision v2 resized_crop + hflip + to_dtype + normalize",
+               "resized_crop_mirror_normalize", "resized_crop_mirror_normalize",
+               ("resized_crop_mirror_normalize", "resized_crop_mirror_normalize_list"), out=True, tensor_list=True),
     )
 }
 

@@ -9,7 +9,6 @@
 
 namespace tensorops {
 namespace cmn_host {
-namespace {
 
 // One image of the batch as (C, H, W) strides: `dim` is 0 (CHW) or 2 (HWC) of a 3-d image.
 cmn::Sample describe(const at::Tensor& image, int64_t dim) {
@@ -34,6 +33,17 @@ void check_stat(const char* name, const at::Tensor& stat, int64_t N, int64_t C, 
                         " values per sample but the images have ", C, " channels");
   TENSOROPS_CHECK_VALUE(stat.device() == device, name, "is on ", stat.device(), " but the images are on ", device);
 }
+
+void set_stats(Setup& s, const at::Tensor& mean, const at::Tensor& std) {
+  s.mean = mean.to(s.acc).contiguous();
+  s.std = std.to(s.acc).contiguous();
+  s.mean_sn = s.mean.size(0) == 1 ? 0 : s.mean.size(1);
+  s.mean_sc = s.mean.size(1) == 1 ? 0 : 1;
+  s.std_sn = s.std.size(0) == 1 ? 0 : s.std.size(1);
+  s.std_sc = s.std.size(1) == 1 ? 0 : 1;
+}
+
+namespace {
 
 // Checks the arguments shared by the batch and list forms, fills the crop part of `s.samples` (already
 // described by describe()) and allocates the output. `images` are the image tensors (one batch tensor or the
@@ -79,14 +89,11 @@ void finish(Setup& s, const at::Tensor& first, const at::Tensor& mean, const at:
                           "sample ", n, ": the crop at top_left (", e.y0, ", ", e.x0, ") of size (", s.h, ", ", s.w,
                           ") leaves its ", e.H, "x", e.W, " image (pass out_of_bounds=\"pad\" to fill outside)");
   }
-  s.mean = mean.to(s.acc).contiguous();
-  s.std = std.to(s.acc).contiguous();
-  s.mean_sn = s.mean.size(0) == 1 ? 0 : s.mean.size(1);
-  s.mean_sc = s.mean.size(1) == 1 ? 0 : 1;
-  s.std_sn = s.std.size(0) == 1 ? 0 : s.std.size(1);
-  s.std_sc = s.std.size(1) == 1 ? 0 : 1;
+  set_stats(s, mean, std);
   s.out = at::empty({s.N, s.Cp, s.h, s.w}, first.options().dtype(dtype), memory_format);
 }
+
+}  // namespace
 
 int64_t channel_dim(int64_t dim) {
   TENSOROPS_CHECK_INDEX(dim == -3 || dim == -1 || dim == 0 || dim == 2, "dim",
@@ -94,7 +101,22 @@ int64_t channel_dim(int64_t dim) {
   return dim < 0 ? dim + 3 : dim;
 }
 
-}  // namespace
+int64_t describe_list(at::TensorList images, int64_t d, std::vector<cmn::Sample>& samples) {
+  TENSOROPS_CHECK_VALUE(!images.empty(), "images", "is an empty list");
+  const int64_t C = images[0].dim() == 3 ? images[0].size(d) : 0;
+  for (size_t n = 0; n < images.size(); ++n) {
+    const at::Tensor& im = images[n];
+    TENSOROPS_CHECK_VALUE(im.dim() == 3, "images", "[", n, "] must be a 3-d image, got shape ", im.sizes());
+    TENSOROPS_CHECK_VALUE(im.size(d) == C, "images", "[", n, "] has ", im.size(d), " channels but images[0] has ",
+                          C);
+    TENSOROPS_CHECK_TYPE(im.scalar_type() == images[0].scalar_type(), "images", "[", n, "] is ", im.scalar_type(),
+                         " but images[0] is ", images[0].scalar_type());
+    TENSOROPS_CHECK_VALUE(im.device() == images[0].device(), "images", "[", n, "] is on ", im.device(),
+                          " but images[0] is on ", images[0].device());
+    samples.push_back(describe(im, d));
+  }
+  return C;
+}
 
 // The batch form: images (N, C, H, W) with dim -3 or (N, H, W, C) with dim -1.
 Setup setup_batch(const at::Tensor& images, const at::Tensor& mean, const at::Tensor& std,
@@ -115,21 +137,9 @@ Setup setup_batch(const at::Tensor& images, const at::Tensor& mean, const at::Te
 Setup setup_list(at::TensorList images, const at::Tensor& mean, const at::Tensor& std,
                  const at::Tensor& top_left, const at::Tensor& mirror, c10::IntArrayRef size, int64_t dim,
                  at::ScalarType dtype, at::MemoryFormat memory_format, int64_t channels, bool pad) {
-  TENSOROPS_CHECK_VALUE(!images.empty(), "images", "is an empty list");
   const int64_t d = channel_dim(dim);
   Setup s;
-  s.C = images[0].dim() == 3 ? images[0].size(d) : 0;
-  for (size_t n = 0; n < images.size(); ++n) {
-    const at::Tensor& im = images[n];
-    TENSOROPS_CHECK_VALUE(im.dim() == 3, "images", "[", n, "] must be a 3-d image, got shape ", im.sizes());
-    TENSOROPS_CHECK_VALUE(im.size(d) == s.C, "images", "[", n, "] has ", im.size(d), " channels but images[0] has ",
-                          s.C);
-    TENSOROPS_CHECK_TYPE(im.scalar_type() == images[0].scalar_type(), "images", "[", n, "] is ", im.scalar_type(),
-                         " but images[0] is ", images[0].scalar_type());
-    TENSOROPS_CHECK_VALUE(im.device() == images[0].device(), "images", "[", n, "] is on ", im.device(),
-                          " but images[0] is on ", images[0].device());
-    s.samples.push_back(describe(im, d));
-  }
+  s.C = describe_list(images, d, s.samples);
   finish(s, images[0], mean, std, top_left, mirror, size, dtype, memory_format, channels, pad);
   return s;
 }

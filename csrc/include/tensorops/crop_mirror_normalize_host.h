@@ -21,6 +21,18 @@ struct Setup {
   int64_t mean_sn = 0, mean_sc = 0, std_sn = 0, std_sc = 0;  // element strides (0 where broadcast)
 };
 
+// One image of a batch as a table entry (address, (C, H, W) strides and size; no crop yet): `dim` is 0 (CHW)
+// or 2 (HWC) of the 3-d image.
+cmn::Sample describe(const at::Tensor& image, int64_t dim);
+// The list form's images checked (3-d, one channel count, dtype and device) and described; returns C.
+int64_t describe_list(at::TensorList images, int64_t dim, std::vector<cmn::Sample>& samples);
+// A (N or 1, C or 1) statistics tensor's checks.
+void check_stat(const char* name, const at::Tensor& stat, int64_t N, int64_t C, const at::Device& device);
+// s.mean, s.std and their strides from checked statistics (s.acc set).
+void set_stats(Setup& s, const at::Tensor& mean, const at::Tensor& std);
+// `dim` (-3 / -1, or 0 / 2) as the channel dim of a 3-d image (0 or 2), or torch's IndexError.
+int64_t channel_dim(int64_t dim);
+
 // The batch form: images (N, C, H, W) with dim -3 or (N, H, W, C) with dim -1.
 Setup setup_batch(const at::Tensor& images, const at::Tensor& mean, const at::Tensor& std, const at::Tensor& top_left,
                   const at::Tensor& mirror, c10::IntArrayRef size, int64_t dim, at::ScalarType dtype,

@@ -21,6 +21,10 @@
 #define TENSOROPS_DISPATCH_CMN_INPUT(TYPE, NAME, ...) \
   AT_DISPATCH_FLOATING_TYPES_AND3(at::kByte, at::kHalf, at::kBFloat16, TYPE, NAME, __VA_ARGS__)
 
+// resized_crop_mirror_normalize's outputs: the floating dtypes, and uint8 (resampled, rounded, not normalized).
+#define TENSOROPS_DISPATCH_RESIZE_OUT(TYPE, NAME, ...) \
+  AT_DISPATCH_FLOATING_TYPES_AND3(at::kByte, at::kHalf, at::kBFloat16, TYPE, NAME, __VA_ARGS__)
+
 // clamp's forward: every real dtype and bool.
 #define TENSOROPS_DISPATCH_CLAMP(TYPE, NAME, ...) \
   AT_DISPATCH_V2(TYPE, NAME, AT_WRAP(__VA_ARGS__), AT_EXPAND(AT_ALL_TYPES), at::kHalf, at::kBFloat16, at::kBool)
@@ -42,6 +46,7 @@
 #undef TENSOROPS_DISPATCH_NORMALIZE_INPUT
 #undef TENSOROPS_DISPATCH_CMN_INPUT
 #undef TENSOROPS_DISPATCH_CLAMP
+#undef TENSOROPS_DISPATCH_RESIZE_OUT
 #undef TENSOROPS_DISPATCH_CLAMP_NUMBER
 #undef TENSOROPS_DISPATCH_FOREACH_CLAMP
 #define TENSOROPS_DISPATCH_FLOATING(TYPE, NAME, ...) \
@@ -50,6 +55,8 @@
   AT_DISPATCH_V2(TYPE, NAME, AT_WRAP(__VA_ARGS__), at::kByte, at::kFloat, at::kDouble, at::kHalf)
 #define TENSOROPS_DISPATCH_CMN_INPUT(TYPE, NAME, ...) \
   AT_DISPATCH_V2(TYPE, NAME, AT_WRAP(__VA_ARGS__), at::kByte, at::kFloat, at::kHalf)
+#define TENSOROPS_DISPATCH_RESIZE_OUT(TYPE, NAME, ...) \
+  AT_DISPATCH_V2(TYPE, NAME, AT_WRAP(__VA_ARGS__), at::kByte, at::kFloat, at::kDouble, at::kHalf)
 #define TENSOROPS_DISPATCH_CLAMP(TYPE, NAME, ...) \
   AT_DISPATCH_V2(TYPE, NAME, AT_WRAP(__VA_ARGS__), at::kByte, at::kLong, at::kHalf, at::kFloat, at::kDouble, at::kBool)
 #define TENSOROPS_DISPATCH_CLAMP_NUMBER(TYPE, NAME, ...) \

@@ -1,0 +1,196 @@
+// resized_crop_mirror_normalize on the CPU: separable resampling with the normalize fused into the store.
+//
+// Per call, each sample's two axes become weight tables (resize.h's windows and weights, computed once in double,
+// divided by their sums, every window padded to the axis' widest). Work is split into output rows (sample, row),
+// over threads only where parallel.h's policy says they pay. One output row is three plain loops
+// (resize_loops.h): the vertical pass (a weighted sum of the K source rows it reads, over the box's columns, all
+// channels), the horizontal pass (each output pixel a K-tap dot product, its channels one small vector), and the
+// store (normalize's multiply-add, mirrored or not, into the channel planes; or uint8 rounding).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include "tensorops/cpu_isa.h"
+#include "tensorops/dispatch.h"
+#include "tensorops/math/cast.h"
+#include "tensorops/math/normalize.h"
+#include "tensorops/parallel.h"
+#include "tensorops/resize.h"
+#include "tensorops/resize_entries.h"
+#include "tensorops/resize_host.h"
+
+namespace tensorops {
+namespace {
+
+// One axis of one sample as tables: output k reads source pixels base + first[k] + [0, K) with weights
+// w[k * K + t] (zero past its window); fill[k]: out_of_bounds="pad" puts `fill` there.
+template <typename acc_t>
+struct AxisTaps {
+  int64_t K = 0, base = 0, span = 0;  // the source pixels [base, base + span) any output reads
+  std::vector<int64_t> first, count;
+  std::vector<acc_t> w;
+  std::vector<char> fill;
+  bool any_fill = false;
+
+  void build(const resize::Axis& a, int64_t out) {
+    first.assign(out, 0);
+    count.assign(out, 0);
+    fill.assign(out, 0);
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    K = 1;
+    for (int64_t k = 0; k < out; ++k) {
+      resize::window(a, k, first[k], count[k]);
+      fill[k] = resize::outside(a, k) || count[k] == 0;
+      any_fill = any_fill || fill[k];
+      if (fill[k]) continue;
+      lo = std::min(lo, first[k]);
+      hi = std::max(hi, first[k] + count[k]);
+      K = std::max(K, count[k]);
+    }
+    if (lo > hi) lo = hi = 0;  // nothing readable
+    base = lo;
+    span = hi - lo;
+    w.assign(out * K, acc_t(0));
+    for (int64_t k = 0; k < out; ++k) {
+      if (fill[k]) {
+        first[k] = 0;
+        count[k] = 1;  // a window of zero weight on the first pixel: the value is replaced by fill
+        continue;
+      }
+      double sum = 0;
+      for (int64_t t = 0; t < count[k]; ++t) sum += resize::weight(a, k, first[k] + t);
+      const double inv = sum > 0 ? 1.0 / sum : 0.0;
+      for (int64_t t = 0; t < count[k]; ++t) w[k * K + t] = static_cast<acc_t>(resize::weight(a, k, first[k] + t) * inv);
+      first[k] -= base;
+    }
+  }
+};
+
+template <typename acc_t>
+struct SampleTaps {
+  AxisTaps<acc_t> y, x;
+};
+
+// Everything the row pass reads.
+template <typename out_t, typename acc_t>
+struct Plan {
+  int64_t C, Cp, h, w;
+  bool packed;  // every image HWC with its channels innermost (one contiguous run per row)
+  const resize::Sample* samples;
+  std::vector<SampleTaps<acc_t>> taps;
+  int64_t max_span = 0, max_kx = 1, max_ky = 1;
+  std::vector<acc_t> A, B, M, S;  // per (sample, channel)
+  std::vector<char> finite;       // per sample: every channel's coefficients finite
+  acc_t scale;
+  out_t* out;
+  out_t fill_out;
+  int64_t os_n, os_c, os_h, os_w;
+};
+
+// ---- inner loops, built for AVX-512, for AVX2+FMA and for baseline x86-64 (cpu_isa.h) --------------------
+TENSOROPS_AVX512_BUILD
+#include "normalize_loops.h"
+#include "resize_loops.h"
+TENSOROPS_AVX2_BUILD
+#include "normalize_loops.h"
+#include "resize_loops.h"
+TENSOROPS_BASE_BUILD
+#include "normalize_loops.h"
+#include "resize_loops.h"
+TENSOROPS_END_BUILDS
+
+template <int kC, typename in_t, typename out_t, typename acc_t>
+void pass(const Plan<out_t, acc_t>& P, int64_t begin, int64_t end) {
+  TENSOROPS_CPU_DISPATCH(rows_pass<kC, in_t, out_t, acc_t>)(P, begin, end);
+}
+
+template <typename in_t, typename out_t, typename acc_t>
+void run_typed(resize_host::Setup& r, acc_t scale, double fill) {
+  const cmn_host::Setup& s = r.base;
+  const int64_t N = s.N, C = s.C;
+  Plan<out_t, acc_t> P;
+  P.C = C;
+  P.Cp = s.Cp;
+  P.h = s.h;
+  P.w = s.w;
+  P.samples = r.samples.data();
+  P.scale = scale;
+  P.out = s.out.mutable_data_ptr<out_t>();
+  P.fill_out = resize::store<out_t>(static_cast<acc_t>(fill));
+  P.os_n = s.out.stride(0);
+  P.os_c = s.out.stride(1);
+  P.os_h = s.out.stride(2);
+  P.os_w = s.out.stride(3);
+  P.packed = true;
+  for (const resize::Sample& sm : r.samples) P.packed = P.packed && sm.sc == 1 && sm.sx == C;
+  // coefficients per (sample, channel), as crop_mirror_normalize's; uint8 outputs are not normalized
+  P.A.resize(N * C);
+  P.B.resize(N * C);
+  P.M.resize(N * C);
+  P.S.resize(N * C);
+  P.finite.assign(N, 1);
+  const acc_t* mean = s.mean.const_data_ptr<acc_t>();
+  const acc_t* std = s.std.const_data_ptr<acc_t>();
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      const int64_t k = n * C + c;
+      P.M[k] = mean[n * s.mean_sn + c * s.mean_sc];
+      P.S[k] = std[n * s.std_sn + c * s.std_sc];
+      P.A[k] = math::normalize_coef_a(scale, P.S[k]);
+      P.B[k] = math::normalize_coef_b(P.M[k], P.S[k]);
+      if (!math::normalize_coefs_finite(P.A[k], P.B[k])) P.finite[n] = 0;
+    }
+  // the weight tables: one sample's are h + w windows, built in parallel over samples when the batch is big
+  P.taps.resize(N);
+  parallel_for_bytes(0, N, N * (s.h + s.w) * 256, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      P.taps[n].y.build(r.samples[n].y, s.h);
+      P.taps[n].x.build(r.samples[n].x, s.w);
+    }
+  });
+  int64_t work = 0;  // bytes the row pass touches: the vertical pass' source and accumulator, the output
+  for (int64_t n = 0; n < N; ++n) {
+    const SampleTaps<acc_t>& T = P.taps[n];
+    P.max_span = std::max(P.max_span, T.x.span);
+    P.max_kx = std::max(P.max_kx, T.x.K);
+    P.max_ky = std::max(P.max_ky, T.y.K);
+    work += s.h * (T.y.K * T.x.span * C * static_cast<int64_t>(sizeof(in_t) + sizeof(acc_t)) +
+                   s.Cp * s.w * static_cast<int64_t>(sizeof(out_t)));
+  }
+  const auto body = [&](int64_t begin, int64_t end) {
+    switch (C) {
+      case 1: pass<1, in_t, out_t, acc_t>(P, begin, end); break;
+      case 2: pass<2, in_t, out_t, acc_t>(P, begin, end); break;
+      case 3: pass<3, in_t, out_t, acc_t>(P, begin, end); break;
+      case 4: pass<4, in_t, out_t, acc_t>(P, begin, end); break;
+      default: pass<0, in_t, out_t, acc_t>(P, begin, end); break;
+    }
+  };
+  parallel_for_bytes(0, N * s.h, work, body);
+}
+
+void run(resize_host::Setup& r, double scale, double fill) {
+  if (r.base.out.numel() == 0) return;
+  TENSOROPS_DISPATCH_NORMALIZE_INPUT(r.base.in_dtype, "resized_crop_mirror_normalize", [&] {
+    using in_t = scalar_t;
+    TENSOROPS_DISPATCH_RESIZE_OUT(r.base.out.scalar_type(), "resized_crop_mirror_normalize_out", [&] {
+      using out_t = scalar_t;
+      using acc_t = std::conditional_t<std::is_same_v<out_t, double>, double, float>;  // as r.base.acc
+      run_typed<in_t, out_t, acc_t>(r, static_cast<acc_t>(scale), fill);
+    });
+  });
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(tensorops, CPU, m) {
+  resize_entries::register_ops<&run>(m);
+}
+
+}  // namespace tensorops

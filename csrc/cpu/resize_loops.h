@@ -1,0 +1,173 @@
+// resized_crop_mirror_normalize's CPU pass over a range of output rows. Included once per build by resize.cpp
+// (AVX-512, AVX2+FMA, baseline; see tensorops/cpu_isa.h), after normalize_loops.h (whose `emit` it stores
+// floating rows with), so no #pragma once and no includes. The names it uses from resize.cpp: Plan, AxisTaps.
+// NOLINTBEGIN
+
+// Vertical pass: out[t] = sum_k w[k] * rows[k][t * es] for t < L (the first tap assigns, the rest accumulate:
+// each is a plain loop the compiler vectorizes, converting the source to acc_t on the way).
+template <typename in_t, typename acc_t>
+void vertical(const in_t* const* rows, const acc_t* w, int64_t K, int64_t L, int64_t es, acc_t* __restrict out) {
+  if (es == 1) {
+    const in_t* __restrict r0 = rows[0];
+    const acc_t w0 = w[0];
+    for (int64_t t = 0; t < L; ++t) out[t] = w0 * static_cast<acc_t>(r0[t]);
+    int64_t k = 1;
+    for (; k + 1 < K; k += 2) {  // two taps a pass: half the loads and stores of the accumulator
+      const in_t* __restrict ra = rows[k];
+      const in_t* __restrict rb = rows[k + 1];
+      const acc_t wa = w[k], wb = w[k + 1];
+      for (int64_t t = 0; t < L; ++t) out[t] += wa * static_cast<acc_t>(ra[t]) + wb * static_cast<acc_t>(rb[t]);
+    }
+    if (k < K) {
+      const in_t* __restrict r = rows[k];
+      const acc_t wk = w[k];
+      for (int64_t t = 0; t < L; ++t) out[t] += wk * static_cast<acc_t>(r[t]);
+    }
+    return;
+  }
+  for (int64_t t = 0; t < L; ++t) out[t] = acc_t(0);
+  for (int64_t k = 0; k < K; ++k) {
+    const in_t* r = rows[k];
+    const acc_t wk = w[k];
+    for (int64_t t = 0; t < L; ++t) out[t] += wk * static_cast<acc_t>(r[t * es]);
+  }
+}
+
+// Channel counts: kC, a compile-time constant for 1-4 channels (so strided accesses become shuffles), or 0 and
+// the run-time count nc.
+#define TENSOROPS_NC (kC > 0 ? static_cast<int64_t>(kC) : nc)
+
+// nc planes of n values (`ps` apart) interleaved into x[t * nc + c].
+template <int kC, typename acc_t>
+void interleave(const acc_t* __restrict p, int64_t ps, int64_t n, acc_t* __restrict x, int64_t nc) {
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t c = 0; c < TENSOROPS_NC; ++c) x[t * TENSOROPS_NC + c] = p[c * ps + t];
+}
+
+// Horizontal pass over an interleaved row v (pixel t's channel c at v[t * C + c]): o[j * C + c] = sum_k
+// wt[j * K + k] * v[(first[j] + k) * C + c]. For 2-4 channels one pixel's channels are one 4-lane vector (the
+// lanes past C read the next pixel and are overwritten by the next output's store); v holds K pixels of zero
+// padding past its span and o 4 values past its end.
+template <typename T>
+struct Lanes4 {
+  typedef T type __attribute__((vector_size(4 * sizeof(T))));
+};
+
+template <int kC, typename acc_t>
+void horizontal(const acc_t* __restrict v, acc_t* __restrict o, int64_t w, int64_t K, const int64_t* __restrict first,
+                const acc_t* __restrict wt, int64_t nc) {
+  if constexpr (kC >= 2 && kC <= 4) {
+    using V = typename Lanes4<acc_t>::type;
+    for (int64_t j = 0; j < w; ++j) {
+      const acc_t* p = v + first[j] * kC;
+      const acc_t* q = wt + j * K;
+      V acc = {acc_t(0), acc_t(0), acc_t(0), acc_t(0)};
+      for (int64_t k = 0; k < K; ++k) {
+        V x;
+        std::memcpy(&x, p + k * kC, sizeof(V));
+        acc += q[k] * x;
+      }
+      std::memcpy(o + j * kC, &acc, sizeof(V));
+    }
+  } else {
+    for (int64_t j = 0; j < w; ++j) {
+      const acc_t* p = v + first[j] * TENSOROPS_NC;
+      const acc_t* q = wt + j * K;
+      for (int64_t c = 0; c < TENSOROPS_NC; ++c) {
+        acc_t acc = acc_t(0);
+        for (int64_t k = 0; k < K; ++k) acc += q[k] * p[k * TENSOROPS_NC + c];
+        o[j * TENSOROPS_NC + c] = acc;
+      }
+    }
+  }
+}
+
+// Resampled values (interleaved, kC channels) to kC output planes `ys` apart, normalized with per-channel
+// a, b (or, for uint8 outputs, rounded); `mirror` reverses the row.
+template <int kC, typename out_t, typename acc_t>
+void store_planes(const acc_t* __restrict x, out_t* __restrict y, int64_t ys, int64_t n, const acc_t* a,
+                  const acc_t* b, bool mirror, int64_t nc) {
+  constexpr int64_t kS = kC;  // the stride as a constant where it is one
+  const int64_t st = kS > 0 ? kS : nc;
+  for (int64_t c = 0; c < st; ++c) {
+    const acc_t ac = a[c], bc = b[c];
+    out_t* __restrict yc = y + c * ys;
+    if constexpr (sizeof(out_t) == 1) {
+      if (mirror)
+        for (int64_t t = 0; t < n; ++t) yc[t] = resize::store<out_t>(x[(n - 1 - t) * st + c]);
+      else
+        for (int64_t t = 0; t < n; ++t) yc[t] = resize::store<out_t>(x[t * st + c]);
+    } else if (mirror) {
+      const acc_t* xr = x + (n - 1) * st + c;
+      emit<out_t, acc_t>(yc, n, [&](int64_t t) { return math::normalize_apply(xr[-t * st], ac, bc); });
+    } else {
+      emit<out_t, acc_t>(yc, n, [&](int64_t t) { return math::normalize_apply(x[t * st + c], ac, bc); });
+    }
+  }
+}
+
+// Output rows [begin, end) of the batch (row r: sample r / h, output row r % h), every channel of each.
+template <int kC, typename in_t, typename out_t, typename acc_t>
+void rows_pass(const Plan<out_t, acc_t>& P, int64_t begin, int64_t end) {
+  const int64_t C = P.C, w = P.w, h = P.h;
+  std::vector<acc_t> planes(P.max_span * C), vrow((P.max_span + P.max_kx) * C + 4), orow(w * C + 4);
+  std::vector<const in_t*> rows(P.max_ky);
+  int64_t last_n = -1;
+  for (int64_t r = begin; r < end; ++r) {
+    const int64_t n = r / h, i = r % h;
+    const SampleTaps<acc_t>& T = P.taps[n];
+    const resize::Sample& sm = P.samples[n];
+    out_t* y = P.out + n * P.os_n + i * P.os_h;
+    const acc_t* a = P.A.data() + n * C;
+    const acc_t* b = P.B.data() + n * C;
+    if (T.y.fill[i] || T.x.span == 0) {  // out_of_bounds="pad": the whole row is fill
+      for (int64_t c = 0; c < P.Cp; ++c)
+        for (int64_t j = 0; j < w; ++j) y[c * P.os_c + j * P.os_w] = P.fill_out;
+      continue;
+    }
+    const in_t* src = reinterpret_cast<const in_t*>(sm.src);
+    if (n != last_n) {  // a new sample: the padding past its span must not hold another's values
+      std::fill(vrow.begin(), vrow.end(), acc_t(0));
+      last_n = n;
+    }
+    const int64_t K = T.y.count[i], span = T.x.span;
+    const acc_t* wy = T.y.w.data() + i * T.y.K;
+    const int64_t y0 = T.y.base + T.y.first[i];
+    if (P.packed) {  // HWC with the channels innermost: one contiguous run of span * C values a row
+      for (int64_t k = 0; k < K; ++k) rows[k] = src + (y0 + k) * sm.sy + T.x.base * C;
+      vertical<in_t, acc_t>(rows.data(), wy, K, span * C, 1, vrow.data());
+    } else {
+      for (int64_t c = 0; c < C; ++c) {
+        for (int64_t k = 0; k < K; ++k) rows[k] = src + c * sm.sc + (y0 + k) * sm.sy + T.x.base * sm.sx;
+        vertical<in_t, acc_t>(rows.data(), wy, K, span, sm.sx, planes.data() + c * span);
+      }
+      interleave<kC, acc_t>(planes.data(), span, span, vrow.data(), C);
+    }
+    horizontal<kC, acc_t>(vrow.data(), orow.data(), w, T.x.K, T.x.first.data(), T.x.w.data(), C);
+    if (P.os_w == 1 && P.finite[n]) {
+      store_planes<kC, out_t, acc_t>(orow.data(), y, P.os_c, w, a, b, sm.mirror != 0, C);
+    } else {  // channels_last output, or a std too small for the coefficients: the formula per element
+      const acc_t* M = P.M.data() + n * C;
+      const acc_t* S = P.S.data() + n * C;
+      for (int64_t j = 0; j < w; ++j) {
+        const int64_t jj = sm.mirror ? w - 1 - j : j;
+        for (int64_t c = 0; c < C; ++c) {
+          const acc_t v = orow[jj * C + c];
+          y[c * P.os_c + j * P.os_w] = resize::store<out_t>(
+              sizeof(out_t) == 1 ? v : math::normalize_value(v, a[c], b[c], P.scale, M[c], S[c]));
+        }
+      }
+    }
+    for (int64_t c = C; c < P.Cp; ++c)
+      for (int64_t j = 0; j < w; ++j) y[c * P.os_c + j * P.os_w] = P.fill_out;
+    if (T.x.any_fill)
+      for (int64_t j = 0; j < w; ++j)
+        if (T.x.fill[j]) {
+          const int64_t jj = sm.mirror ? w - 1 - j : j;
+          for (int64_t c = 0; c < C; ++c) y[c * P.os_c + jj * P.os_w] = P.fill_out;
+        }
+  }
+}
+
+#undef TENSOROPS_NC
+// NOLINTEND

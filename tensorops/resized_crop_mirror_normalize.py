@@ -1,0 +1,166 @@
+"""resized_crop_mirror_normalize: decoded images (a batch, or a list of different sizes) to one resized, mirrored,
+normalized (N, C', h, w) batch in one pass: torchvision's RandomResizedCrop or Resize + CenterCrop, flip,
+to_dtype and normalize, fused."""
+from __future__ import annotations
+
+import numbers
+from typing import List, Optional, Sequence, Tuple, Union
+
+import torch
+
+from tensorops import _checks, _extension, _routing, reference
+from tensorops._crop_mirror_normalize_ops import RESIZED, _call
+from tensorops.crop_mirror_normalize import _images, _mirror, _no_capture, _options, _size, _sizes, _stats
+
+__all__ = ["resized_crop_mirror_normalize"]
+
+Images = Union[torch.Tensor, Sequence[torch.Tensor]]
+Stat = Union[None, float, Sequence[float], torch.Tensor]
+_NAME = RESIZED
+KERNELS = _routing.Kernels()
+_INTERPOLATIONS = {"nearest": 0, "bilinear": 1}
+_SCALES = {torch.uint8: 1.0 / 255.0, torch.uint16: 1.0 / 65535.0}
+
+
+def _err(msg: str) -> str:
+    return _checks.where(_NAME) + msg
+
+
+def _interpolation(interpolation: object) -> int:
+    value = getattr(interpolation, "value", interpolation)  # torchvision's InterpolationMode
+    if not isinstance(value, str) or value not in _INTERPOLATIONS:
+        raise ValueError(_err(f"interpolation must be \"bilinear\" or \"nearest\" (or torchvision's "
+                              f"InterpolationMode of those), got {interpolation!r}"))
+    return _INTERPOLATIONS[value]
+
+
+def _boxes(boxes: object, sizes: List[Tuple[int, int]]) -> torch.Tensor:
+    N = len(sizes)
+    if boxes is None:  # the whole image
+        return torch.tensor([[0.0, 0.0, float(H), float(W)] for H, W in sizes], dtype=torch.float64).view(N, 4)
+    if not isinstance(boxes, torch.Tensor):
+        boxes = torch.as_tensor(boxes)
+    if boxes.dtype.is_complex or boxes.dtype == torch.bool:
+        raise TypeError(_err(f"boxes must be a real tensor (integer or floating), got {boxes.dtype}"))
+    if tuple(boxes.shape) != (N, 4):
+        raise ValueError(_err(f"boxes must have shape ({N}, 4) (top, left, height, width per sample), got "
+                              f"{tuple(boxes.shape)}"))
+    return boxes.to(device="cpu", dtype=torch.float64)
+
+
+def _write_out(result: torch.Tensor, out: Optional[torch.Tensor]) -> torch.Tensor:
+    if out is None:
+        return result
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(_err(f"out must be a tensor, got {type(out).__name__}"))
+    if out.dtype != result.dtype or out.device != result.device:
+        raise ValueError(_err(f"out is {out.dtype} on {out.device} but the result is {result.dtype} on "
+                              f"{result.device}"))
+    if tuple(out.shape) != tuple(result.shape):
+        raise ValueError(_err(f"out has shape {tuple(out.shape)} but the result has {tuple(result.shape)}"))
+    return out.copy_(result)
+
+
+def resized_crop_mirror_normalize(
+    images: Images,
+    mean: Stat,
+    std: Stat,
+    *,
+    size: Union[int, Tuple[int, int]],
+    boxes: Optional[torch.Tensor] = None,
+    mirror: Optional[torch.Tensor] = None,
+    dim: int = -3,
+    interpolation: object = "bilinear",
+    antialias: bool = True,
+    dtype: Optional[torch.dtype] = None,
+    memory_format: torch.memory_format = torch.contiguous_format,
+    pad_channels: Optional[int] = None,
+    fill: float = 0.0,
+    out_of_bounds: str = "error",
+    crop_first: bool = True,
+    out: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
+    """Resize a box of each image to ``size``, mirror, normalize, in one pass: torchvision's
+    ``resized_crop`` + ``horizontal_flip`` + ``to_dtype(scale=True)`` + ``normalize`` + ``stack``.
+
+    Args:
+        images: a uint8, uint16 or floating batch, (N, C, H, W) with ``dim=-3`` or (N, H, W, C) with ``dim=-1``,
+            or a list/tuple of N images (C, H_i, W_i) or (H_i, W_i, C) of different sizes.
+        mean, std: a number, C numbers, or a floating tensor (C,) or (N, C) of per-sample statistics; both
+            ``None`` with ``dtype=torch.uint8`` (no normalization).
+        size: (h, w) of the output (an int is a square).
+        boxes: (N, 4) of (top, left, height, width) in source pixels, integer or fractional (a fractional box
+            expresses Resize + CenterCrop exactly); ``None`` is the whole image. Read on the host.
+        mirror: a bool tensor (N,): flip that sample's output horizontally. ``None``: no flips.
+        dim: the channel dim of one image: -3 (CHW) or -1 (HWC).
+        interpolation: ``"bilinear"`` or ``"nearest"`` (or torchvision's InterpolationMode).
+        antialias: widen the bilinear filter when downscaling (torchvision's and PIL's antialias).
+        dtype: output dtype: float16, bfloat16, float32, float64 (float32 for integer images, else theirs), or
+            uint8 for uint8 images with ``mean=None, std=None``: resampled, mirrored, rounded half up.
+        memory_format: ``torch.contiguous_format`` (NCHW) or ``torch.channels_last`` (NHWC storage).
+        pad_channels: output channel count C' >= C; the extra channels hold ``fill``.
+        fill: the value of padded channels and of outputs sampled outside the image.
+        out_of_bounds: ``"error"`` (a ValueError naming the sample and its box) or ``"pad"`` (fill).
+        crop_first: True: the filter reads only the box's pixels (``resized_crop``: crop, then resize); False:
+            it may read the image beyond the box (Resize, then crop: the eval transform).
+        out: a tensor of the result's shape, dtype and device to write into.
+
+    Returns:
+        A (N, C', h, w) tensor: ``(resampled * scale - mean) / std`` with scale 1/255 (uint8), 1/65535 (uint16)
+        or 1 (floating images). Gradients flow to floating images.
+
+    Example:
+        >>> imgs = [torch.randint(0, 256, (3, 300 + i, 400), dtype=torch.uint8) for i in range(4)]
+        >>> boxes = torch.tensor([[10, 20, 250, 300]] * 4)
+        >>> out = tensorops.resized_crop_mirror_normalize(imgs, [0.485, 0.456, 0.406], [0.229, 0.224, 0.225],
+        ...                                               size=224, boxes=boxes)
+        >>> out.shape, out.dtype
+        (torch.Size([4, 3, 224, 224]), torch.float32)
+    """
+    images, dim, C = _images(images, dim, _NAME)
+    first = images if isinstance(images, torch.Tensor) else images[0]
+    device = first.device
+    _no_capture(device, _NAME)
+    sizes = _sizes(images, dim)
+    N = len(sizes)
+    if size is None:
+        raise TypeError(_err("size must be an int or (h, w), got None"))
+    h, w = _size(size, sizes, _NAME)
+    interp = _interpolation(interpolation)
+    if not isinstance(antialias, bool) or not isinstance(crop_first, bool):
+        raise TypeError(_err(f"antialias and crop_first must be bools, got {antialias!r} and {crop_first!r}"))
+    if dtype == torch.uint8:
+        if first.dtype != torch.uint8:
+            raise TypeError(_err(f"dtype=torch.uint8 needs uint8 images, got {first.dtype}"))
+        if mean is not None or std is not None:
+            raise ValueError(_err("dtype=torch.uint8 writes resampled pixels without normalizing: pass mean=None "
+                                  "and std=None (and normalize in the consumer, e.g. tensorops.normalize)"))
+        mean, std, scale = 0.0, 1.0, 1.0
+    else:
+        if mean is None or std is None:
+            raise ValueError(_err("mean and std are None: that is only for dtype=torch.uint8 output"))
+        if dtype is None:
+            dtype = first.dtype if first.dtype.is_floating_point else torch.float32
+        else:
+            dtype = _checks.float_dtype(_NAME, dtype)
+        scale = _SCALES.get(first.dtype, 1.0)
+    channels, fill, pad = _options(C, memory_format, pad_channels, fill, out_of_bounds, _NAME)
+    m, s = _stats(mean, std, N, C, device, torch.float32 if dtype == torch.uint8 else dtype, scale, _NAME)
+    bx = _boxes(boxes, sizes)
+    mi = _mirror(mirror, N, _NAME)
+
+    args = (m, s, bx, mi, [h, w], dim, scale, interp, antialias, crop_first, dtype, memory_format, channels, fill,
+            pad)
+    stats_tensors = isinstance(mean, torch.Tensor) or isinstance(std, torch.Tensor)
+    stats_grad = stats_tensors and (
+        torch.is_grad_enabled() and (m.requires_grad or s.requires_grad)
+        or not _extension.plain_eager() and not _extension.only_vmap()
+    )
+    if not KERNELS.cover(first) or stats_grad:
+        result = reference.resized_crop_mirror_normalize(
+            images, m, s, bx, mi, (h, w), dim=dim, scale=scale, interpolation=interp, antialias=antialias,
+            crop_first=crop_first, dtype=dtype, memory_format=memory_format, channels=channels, fill=fill, pad=pad,
+        )
+    else:
+        result = _call(images, args, direct=stats_tensors and _extension.only_vmap(), kind=_NAME)
+    return _write_out(result, out)
