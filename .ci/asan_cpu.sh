@@ -25,6 +25,7 @@ say() { printf '[asan %4ss] %s\n' "$(( $(date +%s) - START ))" "$*"; }
 # concurrency (threads sharing the parallel policy). torch.compile tests are left out (minutes of Inductor on
 # uninstrumented code, and they call the same kernels as the eager tests), and the large hypothesis runs.
 DEFAULT_TESTS="tests/test_clamp.py tests/test_normalize.py tests/test_cat_split.py tests/test_crop_mirror_normalize.py
+  tests/test_resized_crop_mirror_normalize.py
   tests/test_foreach_clamp.py tests/test_stack_chunk.py tests/test_cpu_isa.py tests/test_tiny_routes.py
   tests/test_index_width.py tests/test_fast_divide.py tests/test_copy_units.py tests/test_bad_input.py
   tests/test_concurrency.py"

@@ -220,6 +220,16 @@ CATALOGUE = [
     Row("crop_mirror_normalize/crop-outside-the-image", "crop_mirror_normalize", lambda: ((_img(), M, S), {"size": 5}), ValueError, r"\btop_left\b"),
     Row("crop_mirror_normalize/channels-differ", "crop_mirror_normalize", lambda: (([_img(shape=(3, 4, 4)), _img(shape=(1, 4, 4))], M, S), {"size": 2}), ValueError, ARG_IMAGES),
     Row("crop_mirror_normalize/out-of-bounds-str", "crop_mirror_normalize", lambda: ((_img(), M, S), {"size": 2, "out_of_bounds": "x"}), ValueError, r"out_of_bounds"),
+    # ---- resized_crop_mirror_normalize ------------------------------------------------------------------------
+    Row("resized_crop_mirror_normalize/images-str", "resized_crop_mirror_normalize", a("abc", M, S, size=2), TypeError, ARG_IMAGES),
+    Row("resized_crop_mirror_normalize/std-length-2-for-3-channels", "resized_crop_mirror_normalize", lambda: ((_img(), M, [0.2] * 2), {"size": 2}), ValueError, ARG_STD),
+    Row("resized_crop_mirror_normalize/size-missing", "resized_crop_mirror_normalize", lambda: ((_img(), M, S), {"size": None}), TypeError, r"\bsize\b"),
+    Row("resized_crop_mirror_normalize/boxes-rows", "resized_crop_mirror_normalize", lambda: ((_img(shape=(2, 3, 4, 4)), M, S), {"size": 2, "boxes": torch.zeros(3, 4)}), ValueError, r"\bboxes\b"),
+    Row("resized_crop_mirror_normalize/box-outside-the-image", "resized_crop_mirror_normalize", lambda: ((_img(), M, S), {"size": 2, "boxes": torch.tensor([[0, 0, 5, 4]])}), ValueError, r"\bboxes\b.*sample 0"),
+    Row("resized_crop_mirror_normalize/box-empty", "resized_crop_mirror_normalize", lambda: ((_img(), M, S), {"size": 2, "boxes": torch.tensor([[0, 0, 0, 4]])}), ValueError, r"\bboxes\b.*sample 0"),
+    Row("resized_crop_mirror_normalize/interpolation", "resized_crop_mirror_normalize", lambda: ((_img(), M, S), {"size": 2, "interpolation": "area"}), ValueError, r"\binterpolation\b"),
+    Row("resized_crop_mirror_normalize/uint8-with-stats", "resized_crop_mirror_normalize", lambda: ((_img(), M, S), {"size": 2, "dtype": torch.uint8}), ValueError, r"mean=None"),
+    Row("resized_crop_mirror_normalize/out-shape", "resized_crop_mirror_normalize", lambda: ((_img(), M, S), {"size": 2, "out": torch.empty(1, 3, 3, 3)}), ValueError, r"\bout\b"),
 ]
 
 # Registry ops whose bad input raises torch's own exceptions word for word (a drop-in of a function that names no

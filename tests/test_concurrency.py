@@ -73,6 +73,19 @@ def _crops(x):
 
 
 _SHARED_NORMALIZE = tensorops.Normalize(MEAN, STD)
+RCMN_BOXES = torch.tensor([[0, 3, 20, 15], [5, 1, 9, 8], [2, 2, 17, 13], [9, 0, 11, 18]])
+
+
+def _resized(x):
+    """torch's antialiased interpolate of each box in float64, mirrored where CMN_MIRROR says, normalized."""
+    outs = []
+    for im, (t, l, h, w), f in zip(x, RCMN_BOXES.tolist(), CMN_MIRROR.tolist()):
+        r = torch.nn.functional.interpolate(im[None, :, t:t + h, l:l + w].double(), size=(9, 8), mode="bilinear",
+                                            align_corners=False, antialias=True)[0]
+        outs.append(r.flip(-1) if f else r)
+    return ((torch.stack(outs) / 255 - _stats64(MEAN)) / _stats64(STD)).float()
+
+
 _NOT_CAPTURED = ("it raises a clear error under CUDA graph capture (its crop table is built on the host per call); "
                  "tests/test_gpu.py checks that error")
 
@@ -155,6 +168,14 @@ CASES: Dict[str, Case] = {
         lambda g: (torch.randint(0, 256, (4, 3, 20, 18), dtype=torch.uint8, generator=g),),
         lambda x: [tensorops.crop_mirror_normalize(x, MEAN, STD, size=(9, 8), top_left=CMN_TOP_LEFT, mirror=CMN_MIRROR)],
         lambda x: [((_crops(x).double() / 255 - _stats64(MEAN)) / _stats64(STD)).float()],
+        not_captured=_NOT_CAPTURED,
+    ),
+    "resized_crop_mirror_normalize": Case(
+        "resized_crop_mirror_normalize",
+        lambda g: (torch.randint(0, 256, (4, 3, 20, 18), dtype=torch.uint8, generator=g),),
+        lambda x: [tensorops.resized_crop_mirror_normalize(x, MEAN, STD, size=(9, 8), boxes=RCMN_BOXES,
+                                                           mirror=CMN_MIRROR)],
+        lambda x: [_resized(x)],
         not_captured=_NOT_CAPTURED,
     ),
 }

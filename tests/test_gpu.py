@@ -24,7 +24,7 @@ import torch
 import tensorops
 
 from clamp_expect import clamp_grads_by_slices, is_dense, stepped_rows_of_3
-from conftest import requires_cuda_kernels
+from conftest import kernel_ran, requires_cuda_kernels
 
 pytestmark = [pytest.mark.cuda, requires_cuda_kernels]
 ops = torch.ops.tensorops
@@ -432,6 +432,30 @@ def test_graph_capture_of_crop_mirror_normalize_is_a_clear_error():
     tensorops.crop_mirror_normalize(x, [0.5] * 3, [0.25] * 3, size=(6, 5))  # eager: fine
     _capture_raises(lambda: tensorops.crop_mirror_normalize(x, [0.5] * 3, [0.25] * 3, size=(6, 5)),
                     r"crop_mirror_normalize\(\): cannot be captured in a CUDA graph")
+
+
+def test_graph_capture_of_resized_crop_mirror_normalize_is_a_clear_error():
+    x = _u8(4, 3, 12, 10, seed=0)
+    tensorops.resized_crop_mirror_normalize(x, [0.5] * 3, [0.25] * 3, size=(6, 5))  # eager: fine
+    _capture_raises(lambda: tensorops.resized_crop_mirror_normalize(x, [0.5] * 3, [0.25] * 3, size=(6, 5)),
+                    r"resized_crop_mirror_normalize\(\): cannot be captured in a CUDA graph")
+
+
+def test_resized_crop_mirror_normalize_real_batch_matches_the_cpu_kernel():
+    """32 photo-sized images (300-500 px) -> (32, 3, 224, 224): the CUDA kernel (2-D taps per thread) against the
+    CPU kernel (separable tables), both from resize.h's weights."""
+    g = torch.Generator().manual_seed(5)
+    sizes = [(300 + int(torch.randint(0, 200, (), generator=g)), 300 + int(torch.randint(0, 200, (), generator=g)))
+             for _ in range(32)]
+    images = [torch.randint(0, 256, (3, H, W), dtype=torch.uint8, generator=g) for H, W in sizes]
+    boxes = torch.tensor([[H * 0.1, W * 0.05, H * 0.7, W * 0.8] for H, W in sizes], dtype=torch.float64)
+    mirror = torch.arange(32) % 3 == 0
+    args = dict(size=224, boxes=boxes, mirror=mirror)
+    cpu = tensorops.resized_crop_mirror_normalize(images, [0.485, 0.456, 0.406], [0.229, 0.224, 0.225], **args)
+    gpu, ran = kernel_ran(tensorops.resized_crop_mirror_normalize, [im.cuda() for im in images],
+                          [0.485, 0.456, 0.406], [0.229, 0.224, 0.225], **args)
+    assert "tensorops::resized_crop_mirror_normalize_list" in ran
+    torch.testing.assert_close(gpu.cpu(), cpu, rtol=1e-4, atol=1e-4)
 
 
 def test_graph_capture_of_list_clamp_goes_to_torch_foreach_and_replays():

@@ -56,6 +56,13 @@ def _torch_crop_mirror_normalize(x):
     return (crop - _channels(x, MEAN, 3)) / _channels(x, STD, 3)
 
 
+def _torch_resized_crop_mirror_normalize(x):
+    # the whole 6x6 images resized to (3, 4): torch's antialiased bilinear interpolate; the second image mirrored
+    r = torch.nn.functional.interpolate(x, size=(3, 4), mode="bilinear", align_corners=False, antialias=True)
+    r = torch.stack([r[0], r[1].flip(-1)])
+    return (r - _channels(x, MEAN, 3)) / _channels(x, STD, 3)
+
+
 def _clip_ours(g):
     p = torch.zeros_like(g, requires_grad=True)
     p.grad = g.clone()
@@ -94,6 +101,12 @@ SAMPLES = {
         lambda d: (_rand(2, 3, 6, 6, device=d),),
         lambda x: tensorops.crop_mirror_normalize(x, MEAN, STD, size=(4, 4), mirror=torch.tensor([False, True])),
         _torch_crop_mirror_normalize,
+    ),
+    "resized_crop_mirror_normalize": Sample(
+        lambda d: (_rand(2, 3, 6, 6, device=d),),
+        lambda x: tensorops.resized_crop_mirror_normalize(x, MEAN, STD, size=(3, 4), mirror=torch.tensor([False, True])),
+        _torch_resized_crop_mirror_normalize,
+        out=lambda x: torch.empty(2, 3, 3, 4, dtype=F64, device=x.device),
     ),
 }
 
@@ -201,6 +214,8 @@ def _call_with_out(op: OpInfo, primals, out):
         "cat": lambda a, b: tensorops.cat([a, b], 0, out=out),
         "split": lambda x: tensorops.split(x, [2, 3], 0, out=out),
         "stack": lambda a, b: tensorops.stack([a, b], 1, out=out),
+        "resized_crop_mirror_normalize": lambda x: tensorops.resized_crop_mirror_normalize(
+            x, MEAN, STD, size=(3, 4), mirror=torch.tensor([False, True]), out=out),
     }
     assert op.name in calls, f"{op.name}: add its out= call to _call_with_out"
     return calls[op.name](*primals)
@@ -219,6 +234,11 @@ LIST_FORMS = {
     "crop_mirror_normalize": (
         lambda xs: tensorops.crop_mirror_normalize([x.view(1, 3, 4) for x in xs], 0.5, 0.2, size=2),
         lambda xs: torch.stack([(x.view(1, 3, 4)[:, 0:2, 1:3] - 0.5) / 0.2 for x in xs]),
+    ),
+    "resized_crop_mirror_normalize": (  # (3, 4) images resized to (2, 2) with antialias
+        lambda xs: tensorops.resized_crop_mirror_normalize([x.view(1, 3, 4) for x in xs], 0.5, 0.2, size=2),
+        lambda xs: torch.stack([(torch.nn.functional.interpolate(x.view(1, 1, 3, 4), size=(2, 2), mode="bilinear",
+                                                                 antialias=True)[0] - 0.5) / 0.2 for x in xs]),
     ),
 }
 

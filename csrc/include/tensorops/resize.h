@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "tensorops/macros.h"
+#include "tensorops/math/cast.h"
 #include "tensorops/math/normalize.h"
 
 namespace tensorops {
