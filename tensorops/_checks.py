@@ -317,3 +317,17 @@ def split_sizes(tensor: object, split_size_or_sections: object, dim: int) -> Tup
     if bad or sum(sizes) != dim_size:
         check_split_sizes(sizes, dim_size, dim)  # raises, naming the piece
     return sizes, dim
+
+
+def write_out(name: str, result: torch.Tensor, out: object) -> torch.Tensor:
+    """``out=``: the result copied into ``out`` (same shape, dtype and device, else an error naming ``out``)."""
+    if out is None:
+        return result
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(where(name) + f"out must be a tensor, got {type(out).__name__}")
+    if out.dtype != result.dtype or out.device != result.device:
+        raise ValueError(where(name) + f"out is {out.dtype} on {out.device} but the result is {result.dtype} on "
+                         f"{result.device}")
+    if tuple(out.shape) != tuple(result.shape):
+        raise ValueError(where(name) + f"out has shape {tuple(out.shape)} but the result has {tuple(result.shape)}")
+    return out.copy_(result)

@@ -201,6 +201,7 @@ def crop_mirror_normalize(
     pad_channels: Optional[int] = None,
     fill: float = 0.0,
     out_of_bounds: str = "error",
+    out: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """Crop, then mirror, then normalize a batch of images in one pass (what DALI's crop_mirror_normalize does).
 
@@ -218,6 +219,7 @@ def crop_mirror_normalize(
         pad_channels: output channel count C' >= C (e.g. 4); the extra channels hold ``fill``.
         fill: the output value of padded channels and of crop areas outside the image.
         out_of_bounds: ``"error"`` (a ValueError naming the sample, top_left and size) or ``"pad"`` (fill).
+        out: a tensor of the result's shape, dtype and device to write the result into (returned).
 
     Returns:
         A (N, C', h, w) tensor of ``dtype``: ``(image * scale - mean) / std`` with scale 1/255 for uint8 images
@@ -230,6 +232,10 @@ def crop_mirror_normalize(
         >>> out.shape, out.dtype
         (torch.Size([4, 3, 224, 224]), torch.float32)
     """
+    if out is not None:
+        return _checks.write_out(_NAME, crop_mirror_normalize(
+            images, mean, std, dim=dim, size=size, top_left=top_left, mirror=mirror, dtype=dtype,
+            memory_format=memory_format, pad_channels=pad_channels, fill=fill, out_of_bounds=out_of_bounds), out)
     images, dim, C = _images(images, dim)
     first = images if isinstance(images, torch.Tensor) else images[0]
     device = first.device

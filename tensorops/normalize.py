@@ -108,6 +108,7 @@ def normalize(
     dtype: Optional[torch.dtype] = None,
     scale: Optional[float] = None,
     memory_format: torch.memory_format = torch.preserve_format,
+    out: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """``(input * scale - mean) / std`` in one pass over memory.
 
@@ -123,6 +124,7 @@ def normalize(
         scale: multiplies input first. Default: 1/255 for uint8 input, 1/65535 for uint16, 1.0 for floating input.
         memory_format: ``torch.preserve_format`` keeps input's layout; ``torch.contiguous_format`` writes NCHW
             from an NHWC/channels_last input in the same pass (and ``torch.channels_last`` the reverse).
+        out: a tensor of the result's shape, dtype and device to write the result into (returned).
 
     Returns:
         A tensor of input's shape and ``dtype``.
@@ -133,6 +135,9 @@ def normalize(
         >>> y.dtype, y.shape
         (torch.float32, torch.Size([8, 3, 224, 224]))
     """
+    if out is not None:
+        return _checks.write_out("normalize", normalize(input, mean, std, dim=dim, dtype=dtype, scale=scale,
+                                                        memory_format=memory_format), out)
     if _FAST_NORMALIZE is not None and not _tracing():
         result = _FAST_NORMALIZE(input, mean, std, dim, dtype, scale, memory_format)  # None: not handled there
         if result is not None:

@@ -44,7 +44,7 @@ OPS: Dict[str, OpInfo] = {
     op.name: op
     for op in (
         OpInfo("normalize", "torchvision.transforms.v2.functional.normalize", "normalize", "normalize",
-               ("normalize", "normalize_tensor", "normalize_tensor_backward")),
+               ("normalize", "normalize_tensor", "normalize_tensor_backward"), out=True),
         OpInfo("clamp", "torch.clamp", "clamp", "clamp",
                ("clamp", "clamp_scalar", "clamp_backward", "clamp_scalar_backward",
                 "foreach_clamp_scalar"), out=True, tensor_list=True),
@@ -59,7 +59,7 @@ OPS: Dict[str, OpInfo] = {
         OpInfo("chunk", "torch.chunk", "cat_split", "stack_chunk_foreach", ("split",), tensor_list=True),
         OpInfo("crop_mirror_normalize", "DALI's crop_mirror_normalize", "crop_mirror_normalize",
                "crop_mirror_normalize", ("crop_mirror_normalize", "crop_mirror_normalize_list"),
-               tensor_list=True),
+               out=True, tensor_list=True),
         OpInfo("resized_crop_mirror_normalize", "torchvision v2 resized_crop + hflip + to_dtype + normalize",
                "resized_crop_mirror_normalize", "resized_crop_mirror_normalize",
                ("resized_crop_mirror_normalize", "resized_crop_mirror_normalize_list"), out=True, tensor_list=True),

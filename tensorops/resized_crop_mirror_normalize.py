@@ -48,19 +48,6 @@ def _boxes(boxes: object, sizes: List[Tuple[int, int]]) -> torch.Tensor:
     return boxes.to(device="cpu", dtype=torch.float64)
 
 
-def _write_out(result: torch.Tensor, out: Optional[torch.Tensor]) -> torch.Tensor:
-    if out is None:
-        return result
-    if not isinstance(out, torch.Tensor):
-        raise TypeError(_err(f"out must be a tensor, got {type(out).__name__}"))
-    if out.dtype != result.dtype or out.device != result.device:
-        raise ValueError(_err(f"out is {out.dtype} on {out.device} but the result is {result.dtype} on "
-                              f"{result.device}"))
-    if tuple(out.shape) != tuple(result.shape):
-        raise ValueError(_err(f"out has shape {tuple(out.shape)} but the result has {tuple(result.shape)}"))
-    return out.copy_(result)
-
-
 def resized_crop_mirror_normalize(
     images: Images,
     mean: Stat,
@@ -163,4 +150,4 @@ def resized_crop_mirror_normalize(
         )
     else:
         result = _call(images, args, direct=stats_tensors and _extension.only_vmap(), kind=_NAME)
-    return _write_out(result, out)
+    return _checks.write_out(_NAME, result, out)

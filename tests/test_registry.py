@@ -79,7 +79,8 @@ def _clip_theirs(g):
 
 SAMPLES = {
     "normalize": Sample(lambda d: (_rand(2, 3, 4, 4, device=d),),
-                        lambda x: tensorops.normalize(x, MEAN, STD), _torch_normalize),
+                        lambda x: tensorops.normalize(x, MEAN, STD), _torch_normalize,
+                        out=lambda x: torch.empty_like(x)),
     "clamp": Sample(lambda d: (_rand(3, 4, device=d),), lambda x: tensorops.clamp(x, -0.3, 0.4),
                     lambda x: torch.clamp(x, -0.3, 0.4), out=lambda x: torch.empty_like(x)),
     "clamp_": Sample(lambda d: (_rand(3, 4, device=d),), lambda x: tensorops.clamp_(x.clone(), -0.3, 0.4),
@@ -101,6 +102,7 @@ SAMPLES = {
         lambda d: (_rand(2, 3, 6, 6, device=d),),
         lambda x: tensorops.crop_mirror_normalize(x, MEAN, STD, size=(4, 4), mirror=torch.tensor([False, True])),
         _torch_crop_mirror_normalize,
+        out=lambda x: torch.empty(2, 3, 4, 4, dtype=F64, device=x.device),
     ),
     "resized_crop_mirror_normalize": Sample(
         lambda d: (_rand(2, 3, 6, 6, device=d),),
@@ -214,6 +216,9 @@ def _call_with_out(op: OpInfo, primals, out):
         "cat": lambda a, b: tensorops.cat([a, b], 0, out=out),
         "split": lambda x: tensorops.split(x, [2, 3], 0, out=out),
         "stack": lambda a, b: tensorops.stack([a, b], 1, out=out),
+        "normalize": lambda x: tensorops.normalize(x, MEAN, STD, out=out),
+        "crop_mirror_normalize": lambda x: tensorops.crop_mirror_normalize(
+            x, MEAN, STD, size=(4, 4), mirror=torch.tensor([False, True]), out=out),
         "resized_crop_mirror_normalize": lambda x: tensorops.resized_crop_mirror_normalize(
             x, MEAN, STD, size=(3, 4), mirror=torch.tensor([False, True]), out=out),
     }
