@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -103,8 +104,11 @@ def write_jpegs(root: str, n: int, seed: int = 0) -> Tuple[List[str], List[int]]
         folder = os.path.join(root, f"class{label}")
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, f"img{k:04d}.jpg")
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_CODEC_DEPRECATION, category=DeprecationWarning)
+            data = encode_jpeg(photo_like(H, W, g), quality=90)
         with open(path, "wb") as f:
-            f.write(encode_jpeg(photo_like(H, W, g), quality=90).numpy().tobytes())
+            f.write(data.numpy().tobytes())
         paths.append(path)
         labels.append(label)
     return paths, labels
@@ -118,10 +122,16 @@ def pil_decode(path: str) -> Any:
         return Image.open(f).convert("RGB")
 
 
+# torchvision 0.29 deprecates its image codecs in favour of TorchCodec; decode_jpeg is still what most pipelines call
+_CODEC_DEPRECATION = "The image decoding and encoding capabilities of TorchVision are deprecated"
+
+
 def tensor_decode(path: str) -> torch.Tensor:
     from torchvision.io import decode_jpeg, read_file
 
-    return decode_jpeg(read_file(path))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_CODEC_DEPRECATION, category=DeprecationWarning)
+        return decode_jpeg(read_file(path))
 
 
 class Files(torch.utils.data.Dataset):
