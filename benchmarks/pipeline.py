@@ -1,6 +1,6 @@
 """End to end: JPEG files -> torch DataLoader (batch 32) -> (32, 3, 224, 224) float32 batches, images per second.
 
-    python -m benchmarks.pipeline --quick            # about a minute on 2 cores
+    python -m benchmarks.pipeline --quick            # 3-5 minutes on 2 cores
     python -m benchmarks.pipeline --quick --load 2   # with 2 busy background processes (benchmarks/load.py)
 
 The benchmark writes its own photo-like JPEGs (``case.photo_like``, ImageNet-like sizes, quality 90) into a
@@ -18,8 +18,8 @@ temporary folder of two classes and reads them back as ``ImageFolder`` would, th
 Training transforms: RandomResizedCrop(224) + RandomHorizontalFlip; evaluation: Resize(256) + CenterCrop(224);
 then ToImage + ToDtype(float32, scale=True) + Normalize(ImageNet). Each pipeline runs with ``num_workers`` 0 and
 2 (persistent workers, so an epoch does not pay for starting them); a group (mode, workers) times its five
-pipelines interleaved round by round (``timing.measure_interleaved``: one epoch over every file per call), so
-the per-round ratios to (b) pair like with like.
+pipelines interleaved round by round (one epoch over every file per call, alternating order; the epoch that
+checks each pipeline's batches is its warm-up), so the per-round ratios to (b) pair like with like.
 
 Also timed, on one torch thread (as in a DataLoader worker), in the main process:
 
@@ -73,7 +73,7 @@ DESCRIBE = {
 }
 SIMD_ENV = "TENSOROPS_PILLOW_SIMD_PYTHON"
 GRID = {  # files, rounds
-    "quick": (64, 3),
+    "quick": (48, 3),
     "full": (128, 5),
 }
 
@@ -212,10 +212,18 @@ def time_loaders(paths: Sequence[str], labels: Sequence[int], rounds: int, worke
             mode = "train" if train else "eval"
             say(f"  DataLoader {mode}, num_workers={workers}: {', '.join(PATHS.values())}")
             loaders = {k: make_loader(k, train, workers, paths, labels) for k in PATHS}
-            for k, loader in loaders.items():
+            for k, loader in loaders.items():  # also the warm-up: starts the persistent workers
                 check_batch(loader, n, f"({k}) {PATHS[k]} {mode} workers={workers}")
-            samples = measure_interleaved({k: (lambda ld=ld: epoch(ld)) for k, ld in loaders.items()},
-                                          min_run_time=0.0, rounds=rounds)
+            # one epoch per statement and round, interleaved (alternating order); an epoch is long enough
+            # (tenths of a second) to time with perf_counter, and Timer's two warm-up epochs each would double
+            # the run on 2 cores
+            samples: Dict[str, List[float]] = {k: [] for k in loaders}
+            order = list(loaders)
+            for r in range(rounds):
+                for k in (order if r % 2 == 0 else order[::-1]):
+                    t0 = time.perf_counter()
+                    epoch(loaders[k])
+                    samples[k].append(time.perf_counter() - t0)
             for k in PATHS:
                 rates = [n / t for t in samples[k]]
                 rows.append({
