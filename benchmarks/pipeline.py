@@ -360,7 +360,8 @@ def markdown(result: Dict[str, Any]) -> str:
     dec = result["decode_ms_per_image"]
     lines += ["", "Decode alone, ms/image (1 torch thread): "
               + ", ".join(f"{k} {v['median']:.2f}" for k, v in dec.items()),
-              "Decode's share of the workers=0 time per image: "
+              "Decode's share of the workers=0 time per image (decode timed separately, later: over 100% means "
+              "the machine's load changed between the two): "
               + ", ".join(f"{m} ({k}) {PATHS[k]} {s:.0%}" for (m, k), s in result["decode_share"].items()), ""]
     lines += ["After decode (transforms + collate of decoded images, 1 torch thread), ms/image: median "
               "(ratio = tv tensor / it)", "",
