@@ -57,6 +57,9 @@ class Case:
     notes: str = ""
     # the tensorops.registry op this row times (default: ``op``; "clamp" for clamp_fwd_bwd); --ops selects by it
     times: str = ""
+    # absolute tolerance of the check against eager, for rows whose native spelling rounds differently (None:
+    # timing.check_same's default); the row's notes say why
+    check_atol: Optional[float] = None
 
     def __post_init__(self) -> None:
         self.times = self.times or self.op
@@ -86,3 +89,20 @@ def image_label(shape: Sequence[int], imagenet: Sequence[int] = (32, 3, 224, 224
         return "imagenet"
     n = numel(shape)
     return "tiny" if n <= 1024 else ("large" if n > numel(imagenet) else "mid")
+
+
+def photo_like(height: int, width: int, generator: torch.Generator, channels: int = 3) -> torch.Tensor:
+    """A (channels, height, width) uint8 image that resamples like a photograph: smooth shapes (coarse noise
+    upsampled bicubically), finer texture and a little pixel noise. White noise is the worst case for a
+    resampling filter and compresses like no photo does (JPEG files of it are 5-10x larger); these encode to
+    about 80 KB at 500x375, quality 90 (ImageNet's files average about 110 KB)."""
+    import torch.nn.functional as F
+
+    def layer(step: int) -> torch.Tensor:
+        coarse = torch.rand(1, channels, max(2, height // step), max(2, width // step), generator=generator)
+        return F.interpolate(coarse, size=(height, width), mode="bicubic", align_corners=False)[0]
+
+    img = (0.55 * layer(48) + 0.25 * layer(8) + 0.15 * layer(2)
+           + 0.03 * torch.randn(channels, height, width, generator=generator))
+    return (img.clamp(0, 1) * 255).round().to(torch.uint8)
+

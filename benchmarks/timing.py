@@ -113,8 +113,9 @@ def _flatten(out: Any) -> List[torch.Tensor]:
     return []
 
 
-def check_same(expected: Any, actual: Any) -> str:
-    """'ok', or what differs between the native result and tensorops' (a benchmark of a wrong answer is void)."""
+def check_same(expected: Any, actual: Any, atol: Optional[float] = None) -> str:
+    """'ok', or what differs between the native result and tensorops' (a benchmark of a wrong answer is void).
+    ``atol``: an absolute tolerance for floating results instead of the default (a row's ``check_atol``)."""
     exp, act = _flatten(expected), _flatten(actual)
     if len(exp) != len(act):
         return f"mismatch: {len(act)} tensors, native gives {len(exp)}"
@@ -127,7 +128,10 @@ def check_same(expected: Any, actual: Any) -> str:
                 # elements), tight enough that a broken kernel's garbage never passes.
                 tol = 1e-2 if e.element_size() < 4 else 1e-3
                 scale = max(1.0, float(e.abs().max())) if e.numel() else 1.0
-                torch.testing.assert_close(a, e, rtol=tol, atol=tol * scale, equal_nan=True)
+                if atol is None:
+                    torch.testing.assert_close(a, e, rtol=tol, atol=tol * scale, equal_nan=True)
+                else:
+                    torch.testing.assert_close(a, e, rtol=0.0, atol=atol, equal_nan=True)
             else:
                 torch.testing.assert_close(a, e, rtol=0, atol=0)
     except AssertionError as exc:
@@ -174,7 +178,7 @@ def run_case(
         except Exception as exc:
             check = f"error: tensorops raised {short_error(exc)}"
         else:
-            check = check_same(expected, actual)
+            check = check_same(expected, actual, case.check_atol)
     del expected, actual
 
     compiled_stmt = None

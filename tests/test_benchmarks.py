@@ -513,3 +513,26 @@ def test_summary_flags_wrong_results(tmp_path):
     assert any("differs from native torch" in p for p in s["problems"])
 
 # gpu_check.sh's plumbing: tests/test_gpu_check.py
+
+
+# ---------------------------------------------------------------------------------------------- pipeline.py
+
+
+def test_pipeline_runs_every_path_on_a_few_files(tmp_path, monkeypatch, capsys):
+    from benchmarks import pipeline
+
+    monkeypatch.setenv(pipeline.SIMD_ENV, str(tmp_path / "no-such-python"))
+    # small files and crops: the harness's plumbing, in seconds even on the extension's pure-torch fallback
+    monkeypatch.setattr(pipeline, "CROP", 16)
+    monkeypatch.setattr(pipeline, "RESIZE", 18)
+    monkeypatch.setattr(pipeline, "imagenet_like_sizes", lambda n, g: [(40 + 3 * k, 52 - k) for k in range(n)])
+    rc = pipeline.main(["--files", "3", "--rounds", "1", "--workers", "0", "--out", str(tmp_path)])
+    assert rc == 0
+    data = json.loads((tmp_path / "pipeline_full.json").read_text())
+    assert {(r["mode"], r["path"]) for r in data["loader"]} == {(m, k) for m in ("train", "eval")
+                                                                 for k in pipeline.PATHS}
+    assert all(r["images_per_s"] > 0 for r in data["loader"])
+    assert data["resize_only"]["Pillow"]["ms_per_image"] > 0  # benchmarks/pil_resize.py under this Python
+    assert "no-such-python" in data["resize_only"]["Pillow-SIMD"]["skipped"]  # skipped, saying why
+    text = capsys.readouterr().out
+    assert "| train | 0 |" in text and "Pillow-SIMD: skipped" in text

@@ -1,0 +1,112 @@
+"""resized_crop_mirror_normalize benchmarks: decoded photo-like uint8 images of different sizes -> one resized,
+randomly mirrored, ImageNet-normalized float batch, as torchvision's training (RandomResizedCrop +
+RandomHorizontalFlip) and evaluation (Resize(256) + CenterCrop(224)) transforms make it.
+
+Native eager is the torchvision v2 composition run per image, then ``torch.stack``: ``resized_crop`` (bilinear,
+antialias) [+ ``horizontal_flip``] + ``to_dtype(float32, scale=True)`` + ``normalize``; the evaluation rows run
+``resize(256)`` + ``center_crop(224)`` instead of ``resized_crop``. The boxes (and flips) are drawn once per row by
+``tensorops.data.ResizedCropMirrorNormalizeCollate.boxes`` (torchvision's ``get_params``), outside the timing,
+and given to both columns. Bytes moved: each box's pixels read once (1 byte per element) and the float output
+written once (the evaluation rows count the box only, not the whole image that ``resize`` reads).
+
+torchvision resizes uint8 images to uint8 (rounded) before normalizing; tensorops normalizes the unrounded
+filter output, so the two differ by up to one uint8 step, 1 / (255 * std): the rows check within that.
+"""
+from __future__ import annotations
+
+from typing import List, Sequence, Tuple
+
+import torch
+
+from benchmarks.case import GRIDS, Bench, Case, photo_like
+
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+# one uint8 step after normalizing (the largest 1 / (255 * std)), plus float32 slack
+ONE_STEP = 1.0 / (255.0 * min(STD)) * 1.01
+
+
+def _params(n: int, lo: int, hi: int, crop: int, train: bool, seed: int = 0):
+    """(image sizes, boxes (n, 4) float64 of top, left, height, width, mirror (n,) bool), fixed per row."""
+    from tensorops.data import ResizedCropMirrorNormalizeCollate
+
+    g = torch.Generator().manual_seed(seed)
+    sizes = [tuple(int(v) for v in torch.randint(lo, hi + 1, (2,), generator=g)) for _ in range(n)]
+    collate = ResizedCropMirrorNormalizeCollate(crop, MEAN, STD, train=train, resize_size=max(crop, int(crop / 0.875)),
+                                                generator=torch.Generator().manual_seed(seed + 1))
+    boxes, mirror = collate.boxes(sizes)
+    return sizes, boxes, mirror, collate.resize_size
+
+
+def _make(sizes: Sequence[Tuple[int, int]], boxes: torch.Tensor, mirror: torch.Tensor, crop: int, train: bool,
+          resize_size: int):
+    def make(device: torch.device) -> Bench:
+        import tensorops
+        from torchvision.transforms.v2 import functional as F
+
+        g = torch.Generator().manual_seed(0)
+        images = [photo_like(H, W, g).to(device) for H, W in sizes]
+        params = [tuple(int(v) for v in b) for b in boxes.tolist()]
+        flips = mirror.tolist()
+
+        if train:
+            def eager(images):
+                out = []
+                for im, (t, l, h, w), f in zip(images, params, flips):
+                    r = F.resized_crop(im, t, l, h, w, [crop, crop], antialias=True)
+                    if f:
+                        r = F.horizontal_flip(r)
+                    out.append(F.normalize(F.to_dtype(r, torch.float32, scale=True), MEAN, STD))
+                return torch.stack(out)
+        else:
+            def eager(images):
+                out = []
+                for im in images:
+                    r = F.center_crop(F.resize(im, resize_size, antialias=True), [crop, crop])
+                    out.append(F.normalize(F.to_dtype(r, torch.float32, scale=True), MEAN, STD))
+                return torch.stack(out)
+
+        def tops(images):
+            return tensorops.resized_crop_mirror_normalize(images, MEAN, STD, size=crop, boxes=boxes,
+                                                           mirror=mirror if train else None, crop_first=train)
+
+        return Bench(eager=eager, tensorops=tops, args=(images,))
+
+    return make
+
+
+def _case(n: int, lo: int, hi: int, crop: int, label: str, train: bool = True,
+          compile_grids: Sequence[str] = GRIDS) -> Case:
+    sizes, boxes, mirror, resize_size = _params(n, lo, hi, crop, train)
+    read = int(sum(round(float(h)) * round(float(w)) for h, w in boxes[:, 2:].tolist())) * 3
+    numel = n * 3 * crop * crop
+    mode = "train" if train else "eval"
+    how = ("resized_crop (bilinear, antialias), horizontal_flip" if train
+           else f"resize({resize_size}, antialias), center_crop({crop})")
+    return Case(
+        op="resized_crop_mirror_normalize",
+        series=f"resized_crop_mirror_normalize u8->f32 {mode}",
+        case=label,
+        shape=f"{n}x list of (3,{lo}-{hi},{lo}-{hi})->{crop}x{crop} {mode}",
+        dtype="u8->f32",
+        layout="NCHW",
+        nbytes=read + numel * 4,
+        make=_make(sizes, boxes, mirror, crop, train, resize_size),
+        eager_expr=f"torchvision v2 per image: {how}, to_dtype(float32, scale=True), normalize; torch.stack",
+        compile_grids=tuple(compile_grids),
+        check_atol=ONE_STEP,
+        notes="photo-like images; checked within one uint8 step (torchvision rounds the resized pixels to uint8)",
+    )
+
+
+def cases(device: torch.device, grid: str) -> List[Case]:
+    if grid == "smoke":
+        return [_case(2, 20, 28, 8, "tiny", compile_grids=())]
+    # torch.compile of 32 differently sized images (32 resize graphs) costs minutes on 2 cores: full grid only
+    out = [
+        _case(32, 300, 500, 224, "imagenet", compile_grids=("full",)),
+        _case(32, 300, 500, 224, "imagenet", train=False, compile_grids=("full",)),
+    ]
+    if grid == "full" or device.type == "cuda":
+        out.append(_case(256, 300, 500, 224, "large", compile_grids=("full",)))
+    return out
