@@ -60,7 +60,7 @@ OPS: Dict[str, OpInfo] = {
         OpInfo("crop_mirror_normalize", "DALI's crop_mirror_normalize", "crop_mirror_normalize",
                "crop_mirror_normalize", ("crop_mirror_normalize", "crop_mirror_normalize_list"),
                out=True, tensor_list=True),
-        OpInfo("resized_crop_mirror_normalize", "torchvision v2 resized_crop + hflip + to_dtype + normalize",
+        OpInfo("resized_crop_mirror_normalize", "torchvision.transforms.v2.functional.resized_crop",
                "resized_crop_mirror_normalize", "resized_crop_mirror_normalize",
                ("resized_crop_mirror_normalize", "resized_crop_mirror_normalize_list"), out=True, tensor_list=True),
     )

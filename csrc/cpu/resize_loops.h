@@ -1,6 +1,6 @@
-// resized_crop_mirror_normalize's CPU pass over a range of output rows. Included once per build by resize.cpp
+// resized_crop_mirror_normalize's CPU pass over a range of output rows. Included once per build by resized_crop_mirror_normalize.cpp
 // (AVX-512, AVX2+FMA, baseline; see tensorops/cpu_isa.h), after normalize_loops.h (whose `emit` it stores
-// floating rows with), so no #pragma once and no includes. The names it uses from resize.cpp: Plan, AxisTaps.
+// floating rows with), so no #pragma once and no includes. The names it uses from resized_crop_mirror_normalize.cpp: Plan, AxisTaps.
 // NOLINTBEGIN
 
 // Vertical pass: out[t] = sum_k w[k] * rows[k][t * es] for t < L (the first tap assigns, the rest accumulate:
