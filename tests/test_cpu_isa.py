@@ -86,6 +86,14 @@ imgs = [torch.randint(0, 256, (3, 40 + i, 45), dtype=torch.uint8, generator=gen)
 out["crop_mirror_normalize"] = tensorops.crop_mirror_normalize(
     imgs, mean, std, size=(32, 32), mirror=torch.tensor([0, 1, 1]).bool())
 
+boxes = torch.tensor([[1.5, 2.0, 38.0, 40.0], [0.0, 0.0, 41.0, 45.0], [10.25, 5.0, 12.0, 30.5]])
+for layout, ims, dim in (("chw", imgs, -3), ("hwc", [im.permute(1, 2, 0).contiguous() for im in imgs], -1)):
+    for size in ((32, 32), (20, 70)):  # downscaled (AVX-512: one permute a tap) and upscaled
+        out[f"resized {layout} {size}"] = tensorops.resized_crop_mirror_normalize(
+            ims, mean, std, size=size, boxes=boxes, mirror=torch.tensor([0, 1, 1]).bool(), dim=dim)
+    out[f"resized {layout} 4x down"] = tensorops.resized_crop_mirror_normalize(
+        ims, mean, std, size=(8, 9), boxes=boxes, dim=dim)  # windows too wide for a permute
+
 torch.save(out, sys.argv[1])
 print(tensorops._extension._C.cpu_isa())
 '''
@@ -123,6 +131,11 @@ def test_every_cpu_build_gives_torchs_values_and_the_same_bits(tmp_path):
                 # baseline build (no FMA instruction) rounds twice: at most one unit in the last place apart
                 eps = torch.finfo(value.dtype).eps
                 torch.testing.assert_close(theirs.double(), value.double(), rtol=eps, atol=eps, msg=name)
+                continue
+            if name.startswith("resized"):
+                # the AVX-512 build's planar horizontal pass and the others' 4-lane pixels sum the same taps in
+                # the same order; the baseline build rounds each multiply-add twice: a few units in the last place
+                torch.testing.assert_close(theirs, value, rtol=4e-7, atol=4e-6, msg=name)
                 continue
             bits = value.flatten().view(torch.uint8)  # NaN payloads and signed zeros included
             assert torch.equal(theirs.flatten().view(torch.uint8), bits), f"{name}: {isa} != {first}"

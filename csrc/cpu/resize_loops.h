@@ -133,11 +133,80 @@ void store_planes(const acc_t* __restrict x, out_t* __restrict y, int64_t ys, in
   }
 }
 
+// The planar horizontal pass (AVX-512 builds, float): one channel's row v (zero-padded 32 past its span) to w
+// outputs o (padded to whole blocks of 16), a block of 16 outputs at a time (AxisTaps::blocks).
+template <typename acc_t>
+void horizontal_planar(const acc_t* __restrict v, acc_t* __restrict o, int64_t w, const AxisTaps<acc_t>& X) {
+  typedef float F16 __attribute__((vector_size(64)));
+  typedef int32_t I16 __attribute__((vector_size(64)));
+  const int64_t K = X.K, nb = (w + 15) / 16;
+  for (int64_t bk = 0; bk < nb; ++bk) {
+    const int64_t j0 = bk * 16;
+    if (X.blk_fit[bk]) {
+      F16 lo, hi, acc = {};
+      I16 idx;
+      std::memcpy(&lo, v + X.blk_base[bk], sizeof(F16));
+      std::memcpy(&hi, v + X.blk_base[bk] + 16, sizeof(F16));
+      std::memcpy(&idx, X.blk_idx.data() + j0, sizeof(I16));
+      const acc_t* wk = X.blk_w.data() + bk * K * 16;
+      for (int64_t k = 0; k < K; ++k) {
+        F16 wv;
+        std::memcpy(&wv, wk + k * 16, sizeof(F16));
+        acc += wv * __builtin_shuffle(lo, hi, idx);
+        idx += 1;
+      }
+      std::memcpy(o + j0, &acc, sizeof(F16));
+    } else {
+      const int64_t j1 = std::min(j0 + 16, w);
+      for (int64_t j = j0; j < j1; ++j) {
+        const acc_t* p = v + X.first[j];
+        const acc_t* q = X.w.data() + j * K;
+        acc_t acc = acc_t(0);
+        for (int64_t k = 0; k < K; ++k) acc += q[k] * p[k];
+        o[j] = acc;
+      }
+    }
+  }
+}
+
+// nc interleaved channels of n pixels to nc planes `ps` apart.
+template <int kC, typename acc_t>
+void deinterleave(const acc_t* __restrict x, int64_t n, acc_t* __restrict p, int64_t ps, int64_t nc) {
+  for (int64_t c = 0; c < TENSOROPS_NC; ++c)
+    for (int64_t t = 0; t < n; ++t) p[c * ps + t] = x[t * TENSOROPS_NC + c];
+}
+
+// Planar resampled rows (channel c at x + c * xs) to the output planes `ys` apart: normalize's multiply-add (or
+// uint8 rounding), read backwards for a mirrored row.
+template <typename out_t, typename acc_t>
+void store_planar(const acc_t* __restrict x, int64_t xs, out_t* __restrict y, int64_t ys, int64_t n, const acc_t* a,
+                  const acc_t* b, bool mirror, int64_t nc) {
+  for (int64_t c = 0; c < nc; ++c) {
+    const acc_t ac = a[c], bc = b[c];
+    const acc_t* __restrict xc = x + c * xs;
+    out_t* __restrict yc = y + c * ys;
+    if constexpr (sizeof(out_t) == 1) {
+      if (mirror)
+        for (int64_t t = 0; t < n; ++t) yc[t] = resize::store<out_t>(xc[n - 1 - t]);
+      else
+        for (int64_t t = 0; t < n; ++t) yc[t] = resize::store<out_t>(xc[t]);
+    } else if (mirror) {
+      const acc_t* xr = xc + n - 1;
+      emit<out_t, acc_t>(yc, n, [&](int64_t t) { return math::normalize_apply(xr[-t], ac, bc); });
+    } else {
+      emit<out_t, acc_t>(yc, n, [&](int64_t t) { return math::normalize_apply(xc[t], ac, bc); });
+    }
+  }
+}
+
 // Output rows [begin, end) of the batch (row r: sample r / h, output row r % h), every channel of each.
 template <int kC, typename in_t, typename out_t, typename acc_t>
 void rows_pass(const Plan<out_t, acc_t>& P, int64_t begin, int64_t end) {
   const int64_t C = P.C, w = P.w, h = P.h;
-  std::vector<acc_t> planes(P.max_span * C), vrow((P.max_span + P.max_kx) * C + 4), orow(w * C + 4);
+  constexpr bool kPlanar = kPermute16 && std::is_same_v<acc_t, float>;
+  // plane strides: source (zero past its span for the widest window or a 32-float permute), output
+  const int64_t ps = P.max_span + std::max<int64_t>(32, P.max_kx), wp = (w + 15) / 16 * 16;
+  std::vector<acc_t> planes(ps * C), vrow((P.max_span + P.max_kx) * C + 4), orow(wp * C + 4);
   std::vector<const in_t*> rows(P.max_ky);
   int64_t last_n = -1;
   for (int64_t r = begin; r < end; ++r) {
@@ -155,31 +224,43 @@ void rows_pass(const Plan<out_t, acc_t>& P, int64_t begin, int64_t end) {
     const in_t* src = reinterpret_cast<const in_t*>(sm.src);
     if (n != last_n) {  // a new sample: the padding past its span must not hold another's values
       std::fill(vrow.begin(), vrow.end(), acc_t(0));
+      std::fill(planes.begin(), planes.end(), acc_t(0));
       last_n = n;
     }
     const int64_t K = T.y.count[i], span = T.x.span;
     const acc_t* wy = T.y.w.data() + i * T.y.K;
     const int64_t y0 = T.y.base + T.y.first[i];
-    if (P.packed) {  // HWC with the channels innermost: one contiguous run of span * C values a row
+    // vertical pass: HWC images with the channels innermost as one run of span * C values, else per channel
+    if (P.packed) {
       for (int64_t k = 0; k < K; ++k) rows[k] = src + (y0 + k) * sm.sy + T.x.base * C;
       vertical<in_t, acc_t>(rows.data(), wy, K, span * C, 1, vrow.data());
     } else {
       for (int64_t c = 0; c < C; ++c) {
         for (int64_t k = 0; k < K; ++k) rows[k] = src + c * sm.sc + (y0 + k) * sm.sy + T.x.base * sm.sx;
-        vertical<in_t, acc_t>(rows.data(), wy, K, span, sm.sx, planes.data() + c * span);
+        vertical<in_t, acc_t>(rows.data(), wy, K, span, sm.sx, planes.data() + c * ps);
       }
-      interleave<kC, acc_t>(planes.data(), span, span, vrow.data(), C);
     }
-    horizontal<kC, acc_t>(vrow.data(), orow.data(), w, T.x.K, T.x.first.data(), T.x.w.data(), C);
+    // horizontal pass, into orow: planar (channel c at c * wp + j) with 16-float permutes, else interleaved
+    if constexpr (kPlanar) {
+      if (P.packed) deinterleave<kC, acc_t>(vrow.data(), span, planes.data(), ps, C);
+      for (int64_t c = 0; c < C; ++c) horizontal_planar<acc_t>(planes.data() + c * ps, orow.data() + c * wp, w, T.x);
+    } else {
+      if (!P.packed) interleave<kC, acc_t>(planes.data(), ps, span, vrow.data(), C);
+      horizontal<kC, acc_t>(vrow.data(), orow.data(), w, T.x.K, T.x.first.data(), T.x.w.data(), C);
+    }
+    const int64_t opx = kPlanar ? 1 : C, opc = kPlanar ? wp : 1;  // orow's pixel and channel strides
     if (P.os_w == 1 && P.finite[n]) {
-      store_planes<kC, out_t, acc_t>(orow.data(), y, P.os_c, w, a, b, sm.mirror != 0, C);
+      if constexpr (kPlanar)
+        store_planar<out_t, acc_t>(orow.data(), wp, y, P.os_c, w, a, b, sm.mirror != 0, C);
+      else
+        store_planes<kC, out_t, acc_t>(orow.data(), y, P.os_c, w, a, b, sm.mirror != 0, C);
     } else {  // channels_last output, or a std too small for the coefficients: the formula per element
       const acc_t* M = P.M.data() + n * C;
       const acc_t* S = P.S.data() + n * C;
       for (int64_t j = 0; j < w; ++j) {
         const int64_t jj = sm.mirror ? w - 1 - j : j;
         for (int64_t c = 0; c < C; ++c) {
-          const acc_t v = orow[jj * C + c];
+          const acc_t v = orow[jj * opx + c * opc];
           y[c * P.os_c + j * P.os_w] = resize::store<out_t>(
               sizeof(out_t) == 1 ? v : math::normalize_value(v, a[c], b[c], P.scale, M[c], S[c]));
         }

@@ -69,6 +69,38 @@ struct AxisTaps {
       for (int64_t t = 0; t < count[k]; ++t) w[k * K + t] = static_cast<acc_t>(resize::weight(a, k, first[k] + t) * inv);
       first[k] -= base;
     }
+    if constexpr (std::is_same_v<acc_t, float>) blocks(out);
+  }
+
+  // The horizontal pass' 16-output blocks (the AVX-512 loops): a block whose windows all lie within 32 source
+  // pixels from its first one (blk_base) is one two-register permute and multiply-add a tap (blk_idx: each
+  // output's first pixel from blk_base; blk_w: the weights, tap-major); the others (downscaling past ~1.6x) take
+  // a dot product per output.
+  std::vector<int64_t> blk_base;
+  std::vector<char> blk_fit;
+  std::vector<int32_t> blk_idx;
+  std::vector<acc_t> blk_w;
+
+  void blocks(int64_t out) {
+    const int64_t nb = (out + 15) / 16;
+    blk_base.assign(nb, 0);
+    blk_fit.assign(nb, 0);
+    blk_idx.assign(nb * 16, 0);
+    blk_w.assign(nb * K * 16, acc_t(0));
+    for (int64_t bk = 0; bk < nb; ++bk) {
+      const int64_t j0 = bk * 16, j1 = std::min(j0 + 16, out);
+      int64_t lo = first[j0], hi = first[j0];
+      for (int64_t j = j0; j < j1; ++j) {
+        lo = std::min(lo, first[j]);
+        hi = std::max(hi, first[j]);
+      }
+      blk_base[bk] = lo;
+      blk_fit[bk] = hi + K - lo <= 32;
+      for (int64_t j = j0; j < j1; ++j) {
+        blk_idx[j] = static_cast<int32_t>(std::min<int64_t>(first[j] - lo, 31));
+        for (int64_t t = 0; t < K; ++t) blk_w[(bk * K + t) * 16 + (j - j0)] = w[j * K + t];
+      }
+    }
   }
 };
 
@@ -94,13 +126,17 @@ struct Plan {
 };
 
 // ---- inner loops, built for AVX-512, for AVX2+FMA and for baseline x86-64 (cpu_isa.h) --------------------
+// kPermute16: the build has 16-float registers and a two-register permute (the planar horizontal pass).
 TENSOROPS_AVX512_BUILD
+constexpr bool kPermute16 = true;
 #include "normalize_loops.h"
 #include "resize_loops.h"
 TENSOROPS_AVX2_BUILD
+constexpr bool kPermute16 = false;
 #include "normalize_loops.h"
 #include "resize_loops.h"
 TENSOROPS_BASE_BUILD
+constexpr bool kPermute16 = false;
 #include "normalize_loops.h"
 #include "resize_loops.h"
 TENSOROPS_END_BUILDS
