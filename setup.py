@@ -82,6 +82,13 @@ def torchvision_extra(torch_version: str) -> list:
     return [f"torch=={base}", f"torchvision==0.{int(m.group(1)) + 15}.*" if m else "torchvision"]
 
 
+def ray_extra(torch_version: str) -> list:
+    """The `tensorops[ray]` extra (tensorops.ray, Ray Data stages): Ray Data plus Ray Train (iter_torch_batches
+    imports it), with the torch tensorops is built against pinned, like the torchvision extra, so it never moves
+    torch. 2.60 is the Ray the stage and its tests were written against."""
+    return [f"torch=={torch_version.split('+')[0]}", "ray[data,train]>=2.60"]
+
+
 def main() -> None:
     import torch  # the build needs the torch that will import the extension (pip install --no-build-isolation)
 
@@ -145,6 +152,7 @@ def main() -> None:
             extra_compile_args={"cxx": cxx}, extra_link_args=link,
         )
     log(f"extra [torchvision]: {', '.join(torchvision_extra(torch.__version__))}")
+    log(f"extra [ray]: {', '.join(ray_extra(torch.__version__))}")
     log(f"building {len(sources)} sources ({'CPU + CUDA' if with_cuda else 'CPU only'}, "
         f"{'debug' if debug else 'release'}) against torch {torch.__version__}")
 
@@ -157,7 +165,7 @@ def main() -> None:
         cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
         python_requires=">=3.10",
         install_requires=["torch>=2.4", "numpy"],
-        extras_require={"torchvision": torchvision_extra(torch.__version__)},
+        extras_require={"torchvision": torchvision_extra(torch.__version__), "ray": ray_extra(torch.__version__)},
         zip_safe=False,
     )
 

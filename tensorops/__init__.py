@@ -19,8 +19,9 @@ __all__ = [
 def __getattr__(name: str):
     # tensorops.transforms (torchvision v2 transforms) is imported on first use, so `import tensorops` never
     # imports torchvision; without torchvision it raises an ImportError that says so
-    if name == "transforms":
+    # tensorops.ray (Ray Data stages) likewise: `import tensorops` never imports ray
+    if name in ("transforms", "ray"):
         import importlib
 
-        return importlib.import_module("tensorops.transforms")
+        return importlib.import_module(f"tensorops.{name}")
     raise AttributeError(f"module 'tensorops' has no attribute {name!r}")

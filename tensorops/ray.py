@@ -1,0 +1,180 @@
+"""Ray Data stages backed by tensorops' batch ops (needs ray: ``pip install 'tensorops[ray]'``).
+
+``import tensorops`` never imports ray: this module is loaded on first use of ``tensorops.ray`` (or
+``import tensorops.ray``) and raises an ImportError that names ray when it is missing.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+
+try:
+    import ray  # noqa: F401  (the stage runs inside ray.data; imported here so a missing ray fails early and clearly)
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess without ray
+    raise ImportError(
+        "tensorops.ray needs ray (Ray Data), which is not installed (" + str(exc) + "). Install it with "
+        "pip install 'tensorops[ray]' (pins the installed torch, so it never moves it)."
+    ) from exc
+
+import numpy as np
+
+from tensorops._checks import where
+from tensorops.data import ResizedCropMirrorNormalizeCollate, as_image
+from tensorops.resized_crop_mirror_normalize import resized_crop_mirror_normalize
+
+__all__ = ["ResizedCropMirrorNormalize"]
+
+_FN = where("ray.ResizedCropMirrorNormalize")
+_KEY_COLUMNS = ("path", "id")
+
+
+def _row_seed(seed: int, epoch: int, key: Any) -> int:
+    """A 63-bit seed from (seed, epoch, row key), the same in every process (Python's hash() is salted)."""
+    digest = hashlib.blake2b(f"{seed}\x00{epoch}\x00{key}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & (2**63 - 1)
+
+
+class ResizedCropMirrorNormalize:
+    """A ``Dataset.map_batches`` stage (``batch_format="numpy"``): the decoded images of a batch, of any sizes,
+    become one ``(N, C', h, w)`` array by one call of :func:`tensorops.resized_crop_mirror_normalize`.
+
+    Training (``train=True``): RandomResizedCrop boxes and horizontal flips; evaluation: Resize + CenterCrop, as
+    :class:`tensorops.data.ResizedCropMirrorNormalizeCollate` (whose ``boxes`` draws them; its options are taken
+    here by keyword: ``scale``, ``ratio``, ``resize_size``, ``interpolation``, ``antialias``, ``mirror_prob``,
+    ``dtype``, ``memory_format``, ``pad_channels``, ``fill``). ``batch[column]`` holds HWC uint8 arrays (an object
+    array or a list, as ``ray.data.read_images(..., mode="RGB")`` gives without ``size=``; 2-D grayscale arrays
+    are one channel); the result replaces it, a zero-copy numpy view of the op's output; other columns pass
+    through. numpy has no bfloat16, so the output dtype is float16, float32, float64 or uint8.
+
+    Randomness (training): with ``seed=None`` each process draws fresh entropy. With an integer ``seed`` each
+    row's box and flip come from its own generator, seeded from ``(seed, epoch, key)`` where ``key`` is the row's
+    ``key_column`` (default: ``path``, else ``id``): the run repeats whatever the number of actors, the order in
+    which blocks reach them or how rows are cut into batches; pass a new ``epoch`` for new crops. Without a key
+    column the rows of a stage instance share one generator seeded from ``(seed, epoch)``: repeatable only with
+    one actor and a fixed block order.
+
+    Errors of the op (``ValueError``/``TypeError``) are re-raised with the same type and the offending row's key
+    (``path=...``), so Ray's task error names the file.
+
+    Example:
+        >>> ds = ray.data.read_images("s3://bucket/train", mode="RGB", include_paths=True)
+        >>> ds = ds.map_batches(ResizedCropMirrorNormalize, batch_format="numpy", batch_size=64, concurrency=4,
+        ...                     fn_constructor_kwargs=dict(size=224, mean=[0.485, 0.456, 0.406],
+        ...                                                std=[0.229, 0.224, 0.225], seed=0, epoch=epoch))
+        >>> for batch in ds.iter_torch_batches(batch_size=64): batch["image"]  # (64, 3, 224, 224) float32
+    """
+
+    def __init__(
+        self,
+        size: Union[int, Tuple[int, int]],
+        mean: Any,
+        std: Any,
+        *,
+        train: bool = True,
+        column: str = "image",
+        seed: Optional[int] = None,
+        epoch: int = 0,
+        key_column: Optional[str] = None,
+        **options: Any,
+    ) -> None:
+        for name in ("generator", "dim"):
+            if name in options:
+                raise TypeError(f"{_FN}{name!r} is not an option of the stage (randomness comes from seed; "
+                                f"images are HWC)")
+        if options.get("dtype") is torch.bfloat16:
+            raise TypeError(f"{_FN}dtype=torch.bfloat16 has no numpy dtype; use float16 or float32 and convert "
+                            f"after iter_torch_batches")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise TypeError(f"{_FN}seed must be an int or None, got {seed!r}")
+        # validates every option once, on the driver (before any task runs)
+        self.collate = ResizedCropMirrorNormalizeCollate(size, mean, std, train=train, dim=-1, **options)
+        self.column, self.seed, self.epoch, self.key_column = column, seed, int(epoch), key_column
+        self._generator: Optional[torch.Generator] = None
+
+    def __getstate__(self) -> Dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_generator"] = None  # every process (task or actor) starts its own stream
+        return state
+
+    def _stream(self) -> torch.Generator:
+        if self._generator is None:
+            g = torch.Generator()
+            if self.seed is None:
+                g.seed()  # fresh entropy in this process
+            else:
+                g.manual_seed(_row_seed(self.seed, self.epoch, "\x00stream"))
+            self._generator = g
+        return self._generator
+
+    def _key(self, batch: Dict[str, Any]) -> Optional[str]:
+        if self.key_column is not None:
+            if self.key_column not in batch:
+                raise KeyError(f"{_FN}key_column {self.key_column!r} is not a column of the batch "
+                               f"(columns: {sorted(batch)})")
+            return self.key_column
+        return next((k for k in _KEY_COLUMNS if k in batch), None)
+
+    def _boxes(self, sizes: List[Tuple[int, int]], keys: Optional[Sequence[Any]]) -> Tuple[torch.Tensor, torch.Tensor]:
+        collate = self.collate
+        if not collate.train:
+            return collate.boxes(sizes)
+        try:
+            if self.seed is None or keys is None:
+                collate.generator = self._stream()
+                return collate.boxes(sizes)
+            boxes, mirror = [], []
+            for s, key in zip(sizes, keys):  # one generator per row: the draw depends on the row alone
+                collate.generator = torch.Generator().manual_seed(_row_seed(self.seed, self.epoch, key))
+                b, m = collate.boxes([s])
+                boxes.append(b)
+                mirror.append(m)
+            return torch.cat(boxes), torch.cat(mirror)
+        finally:
+            collate.generator = None  # the stage pickles without generators
+
+    def _run(self, images: List[torch.Tensor], boxes: torch.Tensor, mirror: torch.Tensor) -> torch.Tensor:
+        c = self.collate
+        return resized_crop_mirror_normalize(
+            images, c.mean, c.std, size=c.size, boxes=boxes, mirror=mirror, dim=-1,
+            interpolation=c.interpolation, antialias=c.antialias, dtype=c.dtype, memory_format=c.memory_format,
+            pad_channels=c.pad_channels, fill=c.fill, out_of_bounds="pad", crop_first=c.train,
+        )
+
+    def __call__(self, batch: Dict[str, Any]) -> Dict[str, Any]:
+        if self.column not in batch:
+            raise KeyError(f"{_FN}column {self.column!r} is not in the batch (columns: {sorted(batch)})")
+        column = batch[self.column]
+        key_name = self._key(batch)
+        keys = None if key_name is None else list(batch[key_name])
+        out = dict(batch)
+        if len(column) == 0:
+            c = self.collate
+            channels = c.pad_channels or 3
+            dtype = c.dtype or torch.float32
+            out[self.column] = torch.empty((0, channels, *c.size), dtype=dtype).numpy()
+            return out
+        images = [as_image(np.asarray(im), _FN) for im in column]
+        sizes = [(int(im.shape[0]), int(im.shape[1])) for im in images]
+        boxes, mirror = self._boxes(sizes, keys)
+        try:
+            result = self._run(images, boxes, mirror)
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(self._blame(exc, images, boxes, mirror, key_name, keys)) from exc
+        out[self.column] = result.numpy()  # a view of the op's output: Ray stores these bytes
+        return out
+
+    def _blame(self, exc: Exception, images: List[torch.Tensor], boxes: torch.Tensor, mirror: torch.Tensor,
+               key_name: Optional[str], keys: Optional[Sequence[Any]]) -> str:
+        """The op's message with the row(s) that make it fail: each row is run alone (only on this error path)."""
+        names = [f"{key_name}={k!r}" for k in keys] if keys is not None else [f"row {i}" for i in range(len(images))]
+        bad = []
+        for i, im in enumerate(images):
+            try:
+                self._run([im], boxes[i:i + 1], mirror[i:i + 1])
+            except (ValueError, TypeError) as row_exc:
+                bad.append(f"{names[i]}: {row_exc}")
+        if bad:
+            return f"{_FN}{len(bad)} of {len(images)} rows failed: " + "; ".join(bad[:5])
+        return f"{_FN}the batch failed ({exc}); its rows: " + ", ".join(names[:8]) + ("..." if len(names) > 8 else "")

@@ -1,0 +1,167 @@
+"""tensorops.ray on a local two-node Ray cluster: read_images -> the stage -> iter_torch_batches.
+
+One module-scoped cluster (a head and a second node, one CPU each, on this machine); every dataset is a folder of
+small JPEGs written here. Eval results are compared bit for bit with ResizedCropMirrorNormalizeCollate on the same
+decoded images, rows matched by path.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'tensorops[ray]')")
+pytest.importorskip("ray.data", reason="ray is installed without Ray Data (pip install 'tensorops[ray]')")
+PIL_Image = pytest.importorskip("PIL.Image", reason="Pillow is needed to write the test JPEGs")
+
+from ray.cluster_utils import Cluster  # noqa: E402
+from ray.data.collate_fn import NumpyBatchCollateFn  # noqa: E402
+
+import tensorops  # noqa: E402
+from tensorops.data import ResizedCropMirrorNormalizeCollate  # noqa: E402
+
+pytestmark = pytest.mark.ray
+
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+SIZE = 48
+MB = 2**20
+
+
+class _KeepPaths(NumpyBatchCollateFn):
+    """iter_torch_batches' collate: the image column as a tensor (no copy), paths as strings."""
+
+    def __call__(self, batch):
+        return {"image": torch.from_numpy(batch["image"]), "path": [str(p) for p in batch["path"]]}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    node = {"num_cpus": 1, "object_store_memory": 100 * MB}
+    c = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
+    c.add_node(**node)
+    ray.init(address=c.address, log_to_driver=False)
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    ctx.execution_options.preserve_order = True
+    try:
+        yield c
+    finally:
+        ray.shutdown()
+        c.shutdown()
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("jpegs")
+    rng = np.random.default_rng(0)
+    for i in range(8):
+        h, w = (int(v) for v in rng.integers(60, 121, 2))
+        PIL_Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(root / f"img{i}.jpg", quality=90)
+    return str(root)
+
+
+def _decoded(folder):
+    """The same decode read_images does (PIL, mode RGB), keyed by path."""
+    out = {}
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        with PIL_Image.open(path) as im:
+            out[path] = np.asarray(im.convert("RGB"))
+    return out
+
+
+def _run(folder, stage, *, concurrency=None, **kwargs):
+    """read_images -> stage -> iter_torch_batches; {path: (C, h, w) tensor}."""
+    # half a CPU for each read task and each actor: two 1-CPU nodes each holding one actor still run the reads
+    ds = ray.data.read_images(folder, mode="RGB", include_paths=True, num_cpus=0.5)
+    if concurrency is None:  # an instance: tasks
+        ds = ds.map_batches(stage, batch_format="numpy", batch_size=3)
+    else:  # the class: an actor pool
+        ds = ds.map_batches(stage, batch_format="numpy", batch_size=3, concurrency=concurrency, num_cpus=0.5,
+                            fn_constructor_kwargs=kwargs)
+    rows = {}
+    for batch in ds.iter_torch_batches(batch_size=4, collate_fn=_KeepPaths()):
+        for path, image in zip(batch["path"], batch["image"]):
+            rows[path.split("://")[-1]] = image.clone()
+    return rows
+
+
+def _expected(folder, **options):
+    decoded = _decoded(folder)
+    collate = ResizedCropMirrorNormalizeCollate(SIZE, MEAN, STD, train=False, **options)
+    batch, _ = collate([(img, 0) for img in decoded.values()])
+    return dict(zip(decoded, batch))
+
+
+def _assert_rows_equal(got, want):
+    assert sorted(got) == sorted(want)
+    for path in want:
+        torch.testing.assert_close(got[path], want[path], rtol=0, atol=0, msg=lambda m: f"{path}: {m}")
+
+
+def test_eval_actor_pool_matches_collate(cluster, folder):
+    from tensorops.ray import ResizedCropMirrorNormalize
+
+    got = _run(folder, ResizedCropMirrorNormalize, concurrency=2, size=SIZE, mean=MEAN, std=STD, train=False)
+    _assert_rows_equal(got, _expected(folder))
+    assert next(iter(got.values())).shape == (3, SIZE, SIZE)
+
+
+def test_eval_tasks_fp16_padded(cluster, folder):
+    stage = tensorops.ray.ResizedCropMirrorNormalize(SIZE, MEAN, STD, train=False, dtype=torch.float16,
+                                                     pad_channels=4)
+    got = _run(folder, stage)
+    want = _expected(folder, dtype=torch.float16, pad_channels=4)
+    assert next(iter(got.values())).dtype == torch.float16
+    _assert_rows_equal(got, want)
+
+
+def test_train_seeded_repeats_across_forms(cluster, folder):
+    from tensorops.ray import ResizedCropMirrorNormalize
+
+    kwargs = dict(size=SIZE, mean=MEAN, std=STD, train=True, seed=7)
+    first = _run(folder, ResizedCropMirrorNormalize, concurrency=2, **kwargs)
+    second = _run(folder, ResizedCropMirrorNormalize(**kwargs))  # tasks, other batches: the same crops
+    _assert_rows_equal(second, first)
+    # the crops are random (not the eval crop), and a new epoch draws new ones
+    evaluated = _expected(folder)
+    assert any(not torch.equal(first[p], evaluated[p]) for p in first)
+    other = _run(folder, ResizedCropMirrorNormalize(**kwargs, epoch=1))
+    assert any(not torch.equal(first[p], other[p]) for p in first)
+
+
+def test_error_names_the_file(cluster, tmp_path):
+    PIL_Image.fromarray(np.full((70, 90), 128, np.uint8)).save(tmp_path / "gray.jpg")  # one channel
+    stage = tensorops.ray.ResizedCropMirrorNormalize(SIZE, MEAN, STD, train=False)
+    ds = ray.data.read_images(str(tmp_path), include_paths=True).map_batches(stage, batch_format="numpy")
+    with pytest.raises(Exception) as info:  # Ray's wrapper (RayTaskError) around the stage's ValueError
+        ds.take_all()
+    text = str(info.value)
+    assert "ValueError: tensorops.ray.ResizedCropMirrorNormalize(): 1 of 1 rows failed: path=" in text, text
+    assert "gray.jpg" in text and "3 values but the images have 1 channels" in text, text
+
+
+def test_import_does_not_import_ray_and_names_the_extra():
+    code = (
+        "import sys, tensorops; assert 'ray' not in sys.modules, 'import tensorops imported ray'\n"
+        "sys.modules['ray'] = None\n"  # ray absent
+        "try:\n    tensorops.ray\nexcept ImportError as e:\n"
+        "    assert 'tensorops[ray]' in str(e), e; print('ok')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(os.path.dirname(tensorops.__file__)),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_bad_options_fail_on_the_driver():
+    from tensorops.ray import ResizedCropMirrorNormalize
+
+    with pytest.raises(TypeError, match="bfloat16"):
+        ResizedCropMirrorNormalize(SIZE, MEAN, STD, dtype=torch.bfloat16)
+    with pytest.raises(TypeError, match="generator"):
+        ResizedCropMirrorNormalize(SIZE, MEAN, STD, generator=torch.Generator())
+    with pytest.raises(ValueError, match="size"):
+        ResizedCropMirrorNormalize(0, MEAN, STD)
