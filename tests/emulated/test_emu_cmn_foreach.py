@@ -38,7 +38,7 @@ def test_crop_mirror_normalize_list(emu, n, out_dtype):
     assert ("copy_to_device async" in ev) == (n > 48), ev
     (l,) = launches(emu)
     assert l["name"] == "crop_mirror_normalize_kernel"
-    assert ("CmnDeviceTable" in l["full"]) == (n > 48), l["full"]
+    assert ("SampleDeviceTable<" in l["full"]) == (n > 48), l["full"]
 
 
 def test_crop_mirror_normalize_batch_hwc_channels_last(emu):

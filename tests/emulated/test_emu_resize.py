@@ -53,7 +53,7 @@ def test_list_against_reference(emu, n, mode):
     assert ("copy_to_device async" in ev) == (n > 20), ev
     (l,) = launches(emu)
     assert l["name"] == "resized_crop_mirror_normalize_kernel"
-    assert ("ResizeDeviceTable" in l["full"]) == (n > 20), l["full"]
+    assert ("SampleDeviceTable<" in l["full"]) == (n > 20), l["full"]
 
 
 @pytest.mark.parametrize("dtype", corners([torch.uint8, torch.float16, torch.float64], [torch.uint8]))

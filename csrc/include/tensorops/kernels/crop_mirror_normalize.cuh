@@ -16,13 +16,17 @@ using cmn::Sample;
 // 48 samples * 72 bytes plus the other parameters stay under the classic 4 KiB kernel-parameter limit.
 constexpr int kCmnParamSamples = 48;
 
-struct CmnParamTable {
-  Sample s[kCmnParamSamples];
-  __device__ const Sample& operator[](int64_t n) const { return s[n]; }
+// A batch op's per-sample table (crop_mirror_normalize's cmn::Sample, resize's resize::Sample): in the kernel's
+// parameters for batches up to K samples, else in a device buffer (cmn_launch.cuh picks).
+template <typename S, int K>
+struct SampleParamTable {
+  S s[K];
+  __device__ const S& operator[](int64_t n) const { return s[n]; }
 };
-struct CmnDeviceTable {
-  const Sample* s;
-  __device__ const Sample& operator[](int64_t n) const { return s[n]; }
+template <typename S>
+struct SampleDeviceTable {
+  const S* s;
+  __device__ const S& operator[](int64_t n) const { return s[n]; }
 };
 
 template <typename acc_t>
@@ -36,22 +40,33 @@ struct CmnParams {
   bool channels_last;
 };
 
+// Output element idx of a batch op's (N, Cp, h, w) output, contiguous or channels_last, as (n, c, i, j).
+struct BatchIndex {
+  int64_t n, c, i, j;
+};
+template <typename acc_t>
+TENSOROPS_HD BatchIndex batch_index(const CmnParams<acc_t>& p, int64_t idx) {
+  BatchIndex b;
+  int64_t r = idx;  // r ends as the sample index
+  if (p.channels_last) {
+    b.c = p.div_cp.divmod(r);
+    b.j = p.div_w.divmod(r);
+    b.i = p.div_h.divmod(r);
+  } else {
+    b.j = p.div_w.divmod(r);
+    b.i = p.div_h.divmod(r);
+    b.c = p.div_cp.divmod(r);
+  }
+  b.n = r;
+  return b;
+}
+
 template <typename in_t, typename out_t, typename acc_t, typename Table>
 __global__ void crop_mirror_normalize_kernel(out_t* __restrict__ out, const TENSOROPS_GRID_CONSTANT CmnParams<acc_t> p,
                                              const TENSOROPS_GRID_CONSTANT Table table) {
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < p.numel; idx += stride) {
-    int64_t c, i, j, r = idx;  // r ends as the sample index
-    if (p.channels_last) {
-      c = p.div_cp.divmod(r);
-      j = p.div_w.divmod(r);
-      i = p.div_h.divmod(r);
-    } else {
-      j = p.div_w.divmod(r);
-      i = p.div_h.divmod(r);
-      c = p.div_cp.divmod(r);
-    }
-    const int64_t n = r;
+    const auto [n, c, i, j] = batch_index(p, idx);
     const Sample& s = table[n];
     const int64_t y = s.y0 + i, x = cmn::source_x(s, j, p.w);
     const bool real = c < p.C && cmn::inside(s, y, x);

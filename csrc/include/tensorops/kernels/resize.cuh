@@ -9,7 +9,7 @@
 #include "tensorops/crop_mirror_normalize.h"
 #include "tensorops/cuda_utils.cuh"
 #include "tensorops/fast_divide.h"
-#include "tensorops/kernels/crop_mirror_normalize.cuh"  // CmnParams
+#include "tensorops/kernels/crop_mirror_normalize.cuh"  // CmnParams, batch_index, the sample tables
 #include "tensorops/resize.h"
 
 namespace tensorops {
@@ -18,32 +18,13 @@ namespace kernels {
 // 20 samples * 184 bytes plus the other parameters stay under the classic 4 KiB kernel-parameter limit.
 constexpr int kResizeParamSamples = 20;
 
-struct ResizeParamTable {
-  resize::Sample s[kResizeParamSamples];
-  __device__ const resize::Sample& operator[](int64_t n) const { return s[n]; }
-};
-struct ResizeDeviceTable {
-  const resize::Sample* s;
-  __device__ const resize::Sample& operator[](int64_t n) const { return s[n]; }
-};
-
 template <typename in_t, typename out_t, typename acc_t, typename Table>
 __global__ void resized_crop_mirror_normalize_kernel(out_t* __restrict__ out,
                                                      const TENSOROPS_GRID_CONSTANT CmnParams<acc_t> p,
                                                      const TENSOROPS_GRID_CONSTANT Table table) {
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < p.numel; idx += stride) {
-    int64_t c, i, j, r = idx;  // r ends as the sample index
-    if (p.channels_last) {
-      c = p.div_cp.divmod(r);
-      j = p.div_w.divmod(r);
-      i = p.div_h.divmod(r);
-    } else {
-      j = p.div_w.divmod(r);
-      i = p.div_h.divmod(r);
-      c = p.div_cp.divmod(r);
-    }
-    const int64_t n = r;
+    const auto [n, c, i, j] = batch_index(p, idx);
     const resize::Sample& s = table[n];
     const int64_t jj = s.mirror ? p.w - 1 - j : j;  // the column of the unmirrored resampled row
     int64_t y0, ky, x0, kx;
