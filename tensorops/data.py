@@ -38,6 +38,20 @@ class _Seeded:
             self._worker_id = info.id
         return self._worker_generator
 
+    def _common(self, where_: str, size: Any, mirror_prob: Any, generator: Any) -> None:
+        """Checks and sets what every collate takes: ``size``, ``mirror_prob`` and ``generator``."""
+        if isinstance(size, int) and not isinstance(size, bool):
+            size = (size, size)
+        if not (isinstance(size, (tuple, list)) and len(size) == 2 and all(isinstance(v, int) and v > 0 for v in size)):
+            raise ValueError(f"{where_}size must be a positive int or (h, w), got {size!r}")
+        if not 0.0 <= float(mirror_prob) <= 1.0:
+            raise ValueError(f"{where_}mirror_prob must be in [0, 1], got {mirror_prob!r}")
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(f"{where_}generator must be a torch.Generator, got {generator!r}")
+        self.size = (int(size[0]), int(size[1]))
+        self.mirror_prob = float(mirror_prob)
+        self.generator = generator
+
 
 def _pairs(samples: Sequence[Any], where: str) -> Tuple[List[Any], List[Any]]:
     if len(samples) == 0:
@@ -96,22 +110,10 @@ class CropMirrorNormalizeCollate(_Seeded):
         mirror_prob: float = 0.5,
         generator: Optional[torch.Generator] = None,
     ) -> None:
-        if isinstance(size, int) and not isinstance(size, bool):
-            size = (size, size)
-        if not (isinstance(size, (tuple, list)) and len(size) == 2 and all(isinstance(v, int) and v > 0 for v in size)):
-            raise ValueError(f"{_FN}size must be a positive int or (h, w), got {size!r}")
-        if not 0.0 <= float(mirror_prob) <= 1.0:
-            raise ValueError(f"{_FN}mirror_prob must be in [0, 1], got {mirror_prob!r}")
-        if generator is not None and not isinstance(generator, torch.Generator):
-            raise TypeError(f"{_FN}generator must be a torch.Generator, got {generator!r}")
-        self.size = (int(size[0]), int(size[1]))
+        self._common(_FN, size, mirror_prob, generator)
         self.mean, self.std = mean, std
         self.train, self.dim, self.dtype = bool(train), dim, dtype
         self.memory_format, self.pad_channels, self.fill = memory_format, pad_channels, fill
-        self.mirror_prob = float(mirror_prob)
-        self.generator = generator
-        self._worker_generator: Optional[torch.Generator] = None
-        self._worker_id: Optional[int] = None
 
     def draw(self, sizes: Sequence[Tuple[int, int]]) -> Tuple[torch.Tensor, torch.Tensor]:
         """(top_left (N, 2) int64, mirror (N,) bool) for images of these (H, W) sizes: random in training,
@@ -215,33 +217,23 @@ class ResizedCropMirrorNormalizeCollate(_Seeded):
         pad_channels: Optional[int] = None,
         fill: float = 0.0,
     ) -> None:
-        if isinstance(size, int) and not isinstance(size, bool):
-            size = (size, size)
-        if not (isinstance(size, (tuple, list)) and len(size) == 2 and all(isinstance(v, int) and v > 0 for v in size)):
-            raise ValueError(f"{_RFN}size must be a positive int or (h, w), got {size!r}")
+        self._common(_RFN, size, mirror_prob, generator)
         if not (len(scale) == 2 and 0 < scale[0] <= scale[1]):
             raise ValueError(f"{_RFN}scale must be (min, max) with 0 < min <= max, got {scale!r}")
         if not (len(ratio) == 2 and 0 < ratio[0] <= ratio[1]):
             raise ValueError(f"{_RFN}ratio must be (min, max) with 0 < min <= max, got {ratio!r}")
         if resize_size is None:
-            resize_size = int(min(size) / 0.875)
+            resize_size = int(min(self.size) / 0.875)
         if isinstance(resize_size, bool) or not isinstance(resize_size, int) or resize_size <= 0:
             raise ValueError(f"{_RFN}resize_size must be a positive int, got {resize_size!r}")
-        if not 0.0 <= float(mirror_prob) <= 1.0:
-            raise ValueError(f"{_RFN}mirror_prob must be in [0, 1], got {mirror_prob!r}")
-        if generator is not None and not isinstance(generator, torch.Generator):
-            raise TypeError(f"{_RFN}generator must be a torch.Generator, got {generator!r}")
         if (mean is None) != (std is None) or (mean is None and dtype != torch.uint8):
             raise ValueError(f"{_RFN}mean=None and std=None go together, with dtype=torch.uint8")
-        self.size = (int(size[0]), int(size[1]))
         self.mean, self.std = mean, std
         self.train = bool(train)
         self.scale = (float(scale[0]), float(scale[1]))
         self.ratio = (float(ratio[0]), float(ratio[1]))
         self.resize_size = resize_size
         self.interpolation, self.antialias = interpolation, antialias
-        self.mirror_prob = float(mirror_prob)
-        self.generator = generator
         self.dim, self.dtype, self.memory_format = dim, dtype, memory_format
         self.pad_channels, self.fill = pad_channels, fill
 

@@ -6,7 +6,7 @@ takes arguments already checked and resolved by the public wrapper (tensorops/<f
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence, Tuple, Union
+from typing import Any, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -113,6 +113,30 @@ def split(tensor: torch.Tensor, sizes: Sequence[int], dim: int) -> Tuple[torch.T
 
 
 # ---- crop_mirror_normalize -------------------------------------------------------------------------------------
+def _sample_stat(stat: torch.Tensor, n: int, acc: torch.dtype) -> torch.Tensor:
+    """Sample n's (C, 1, 1) statistics of a (N or 1, C or 1) tensor."""
+    return stat[n if stat.shape[0] > 1 else 0].to(acc).view(-1, 1, 1)
+
+
+def _finish_sample(v: torch.Tensor, flip: bool, channels: int, fill: float) -> torch.Tensor:
+    """A batch op's (C, h, w) sample mirrored where asked, its channels padded to ``channels`` with ``fill``."""
+    if flip:
+        v = v.flip(-1)
+    C, h, w = v.shape
+    if channels > C:
+        v = torch.cat([v, v.new_full((channels - C, h, w), fill)])
+    return v
+
+
+def _stack_batch(outs: list, images: Any, channels: int, h: int, w: int, dtype: torch.dtype,
+                 memory_format: torch.memory_format) -> torch.Tensor:
+    """A batch op's samples stacked into its (N, channels, h, w) output (an empty batch keeps the input's device)."""
+    if not outs:
+        device = images.device if isinstance(images, torch.Tensor) else None
+        return torch.empty((0, channels, h, w), dtype=dtype, device=device).contiguous(memory_format=memory_format)
+    return torch.stack(outs).to(dtype).contiguous(memory_format=memory_format)
+
+
 def crop_mirror_normalize(
     images: Union[torch.Tensor, Sequence[torch.Tensor]],
     mean: torch.Tensor,
@@ -148,23 +172,15 @@ def crop_mirror_normalize(
                 f"leaves its {H}x{W} image (pass out_of_bounds=\"pad\" to fill outside)"
             )
         ya, yb, xa, xb = max(y0, 0), min(y0 + h, H), max(x0, 0), min(x0 + w, W)
-        m = mean[n if mean.shape[0] > 1 else 0].to(acc).view(-1, 1, 1)
-        s = std[n if std.shape[0] > 1 else 0].to(acc).view(-1, 1, 1)
+        m, s = _sample_stat(mean, n, acc), _sample_stat(std, n, acc)
         if yb <= ya or xb <= xa:  # nothing of the image in the crop
             crop = torch.full((C, h, w), fill, dtype=acc, device=chw.device)
         else:
             crop = (chw[:, ya:yb, xa:xb].to(acc) * scale - m) / s
             if (ya - y0, y0 + h - yb, xa - x0, x0 + w - xb) != (0, 0, 0, 0):
                 crop = torch.nn.functional.pad(crop, (xa - x0, x0 + w - xb, ya - y0, y0 + h - yb), value=fill)
-        if flips[n]:
-            crop = crop.flip(-1)
-        if channels > C:
-            crop = torch.cat([crop, crop.new_full((channels - C, h, w), fill)])
-        crops.append(crop)
-    if not crops:
-        device = images.device if isinstance(images, torch.Tensor) else None
-        return torch.empty((0, channels, h, w), dtype=dtype, device=device).contiguous(memory_format=memory_format)
-    return torch.stack(crops).to(dtype).contiguous(memory_format=memory_format)
+        crops.append(_finish_sample(crop, flips[n], channels, fill))
+    return _stack_batch(crops, images, channels, h, w, dtype, memory_format)
 
 
 # ---- resized_crop_mirror_normalize -------------------------------------------------------------------------------
@@ -256,7 +272,7 @@ def resized_crop_mirror_normalize(
     outs = []
     for n, image in enumerate(images):
         chw = image if dim == -3 else image.permute(2, 0, 1)
-        C, H, W = chw.shape
+        H, W = chw.shape[-2:]
         top, left, bh, bw = bx[n]
         if not all(math.isfinite(v) for v in bx[n]) or bh <= 0 or bw <= 0:
             raise ValueError(f"tensorops.resized_crop_mirror_normalize(): boxes: sample {n}: the box (top, left, "
@@ -275,21 +291,12 @@ def resized_crop_mirror_normalize(
         if u8:
             v = (v + 0.5).floor().clamp(0, 255)
         else:
-            m = mean[n if mean.shape[0] > 1 else 0].to(acc).view(-1, 1, 1)
-            s = std[n if std.shape[0] > 1 else 0].to(acc).view(-1, 1, 1)
-            v = (v * scale - m) / s
+            v = (v * scale - _sample_stat(mean, n, acc)) / _sample_stat(std, n, acc)
         outside = (fy.to(dev)[:, None] | fx.to(dev)[None, :])
         fill_value = min(max(math.floor(fill + 0.5), 0), 255) if u8 else fill
         v = torch.where(outside, torch.full((), fill_value, dtype=acc, device=dev), v)
-        if flips[n]:
-            v = v.flip(-1)
-        if channels > C:
-            v = torch.cat([v, v.new_full((channels - C, h, w), fill_value)])
-        outs.append(v)
-    if not outs:
-        device = images.device if isinstance(images, torch.Tensor) else None
-        return torch.empty((0, channels, h, w), dtype=dtype, device=device).contiguous(memory_format=memory_format)
-    return torch.stack(outs).to(dtype).contiguous(memory_format=memory_format)
+        outs.append(_finish_sample(v, flips[n], channels, fill_value))
+    return _stack_batch(outs, images, channels, h, w, dtype, memory_format)
 
 
 # ---- many-tensor clamp -----------------------------------------------------------------------------------------
