@@ -107,6 +107,25 @@ def test_forms_layouts_dtypes_against_reference(device, form, layout, dtype):
     assert got.dtype == dtype
 
 
+def test_samples_sharing_weight_tables_and_not(device):
+    # The CPU kernel builds one weight table per distinct axis: samples 0, 1 and 4 share both axes, 2 shares only
+    # their rows, 5 only their columns, 3 neither; with size (20, 20) and the square box of sample 6, its rows and
+    # columns are one axis too. Each sample must still read its own box.
+    images = torch.stack([im.to(device) for im in photos([(45, 52)] * 7, seed=8)])
+    boxes = torch.tensor([[2, 3, 30, 20], [2, 3, 30, 20], [2, 5, 30, 20], [0, 0, 45, 52], [2, 3, 30, 20],
+                          [7, 3, 30, 20], [4, 4, 36, 36]], dtype=torch.float64)
+    mirror = torch.tensor([False, True, False, False, False, True, False])
+    got, ran = kernel_ran(tensorops.resized_crop_mirror_normalize, images, MEAN, STD, size=(20, 20), boxes=boxes,
+                          mirror=mirror)
+    if tensorops.is_compiled():
+        assert OP in ran
+    want = reference.resized_crop_mirror_normalize(
+        images, torch.tensor(MEAN, device=device).view(1, 3), torch.tensor(STD, device=device).view(1, 3), boxes,
+        mirror, (20, 20), dim=-3, scale=1 / 255, interpolation=1, antialias=True, crop_first=True,
+        dtype=torch.float32, memory_format=torch.contiguous_format, channels=3, fill=0.0, pad=False)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_channels_last_pad_channels_per_sample_stats_and_pad(device):
     images = [im.to(device) for im in photos(SIZES[:3], seed=4)]
     boxes = torch.tensor([[-5.0, -3.0, 30.0, 40.0], [100.0, 90.0, 40.0, 20.0], [0.0, 0.0, 40.0, 40.0]])

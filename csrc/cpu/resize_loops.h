@@ -211,7 +211,7 @@ void rows_pass(const Plan<out_t, acc_t>& P, int64_t begin, int64_t end) {
   int64_t last_n = -1;
   for (int64_t r = begin; r < end; ++r) {
     const int64_t n = r / h, i = r % h;
-    const SampleTaps<acc_t>& T = P.taps[n];
+    const SampleTaps<acc_t> T = P.taps(n);
     const resize::Sample& sm = P.samples[n];
     out_t* y = P.out + n * P.os_n + i * P.os_h;
     const acc_t* a = P.A.data() + n * C;

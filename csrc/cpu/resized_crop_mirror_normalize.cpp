@@ -1,14 +1,15 @@
 // resized_crop_mirror_normalize on the CPU: separable resampling with the normalize fused into the store.
 //
-// Per call, each sample's two axes become weight tables (resize.h's windows and weights, computed once in double,
-// divided by their sums, every window padded to the axis' widest). Work is split into output rows (sample, row),
-// over threads only where parallel.h's policy says they pay. One output row is three plain loops
-// (resize_loops.h): the vertical pass (a weighted sum of the K source rows it reads, over the box's columns, all
-// channels), the horizontal pass (each output pixel a K-tap dot product, its channels one small vector), and the
-// store (normalize's multiply-add, mirrored or not, into the channel planes; or uint8 rounding).
+// Per call, each distinct axis becomes a weight table (resize.h's windows and weights, computed once in double,
+// divided by their sums, every window padded to the axis' widest), shared by the samples with that axis. Work is
+// split into output rows (sample, row), over threads only where parallel.h's policy says they pay. One output row
+// is three plain loops (resize_loops.h): the vertical pass (a weighted sum of the K source rows it reads, over the
+// box's columns, all channels), the horizontal pass (each output pixel a K-tap dot product, its channels one small
+// vector), and the store (normalize's multiply-add, mirrored or not, into the channel planes; or uint8 rounding).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <type_traits>
 #include <vector>
 
@@ -57,6 +58,7 @@ struct AxisTaps {
     base = lo;
     span = hi - lo;
     w.assign(out * K, acc_t(0));
+    std::vector<double> wk(K);  // one window's weights, each evaluated once
     for (int64_t k = 0; k < out; ++k) {
       if (fill[k]) {
         first[k] = 0;
@@ -64,9 +66,9 @@ struct AxisTaps {
         continue;
       }
       double sum = 0;
-      for (int64_t t = 0; t < count[k]; ++t) sum += resize::weight(a, k, first[k] + t);
+      for (int64_t t = 0; t < count[k]; ++t) sum += wk[t] = resize::weight(a, k, first[k] + t);
       const double inv = sum > 0 ? 1.0 / sum : 0.0;
-      for (int64_t t = 0; t < count[k]; ++t) w[k * K + t] = static_cast<acc_t>(resize::weight(a, k, first[k] + t) * inv);
+      for (int64_t t = 0; t < count[k]; ++t) w[k * K + t] = static_cast<acc_t>(wk[t] * inv);
       first[k] -= base;
     }
     if constexpr (std::is_same_v<acc_t, float>) blocks(out);
@@ -104,9 +106,22 @@ struct AxisTaps {
   }
 };
 
+// One sample's two axes (tables Plan::tables owns: samples with the same axis share one).
 template <typename acc_t>
 struct SampleTaps {
-  AxisTaps<acc_t> y, x;
+  const AxisTaps<acc_t>& y;
+  const AxisTaps<acc_t>& x;
+};
+
+// An axis as a key: samples whose boxes sit alike on the same size of image (a batch tensor; evaluation boxes of
+// same-size images) have bit-identical axes and outputs, so one weight table serves them all.
+struct AxisKey {
+  resize::Axis a;
+  int64_t out;
+  bool operator<(const AxisKey& o) const {
+    static_assert(sizeof(AxisKey) == sizeof(resize::Axis) + sizeof(int64_t), "no padding to compare");
+    return std::memcmp(this, &o, sizeof(AxisKey)) < 0;
+  }
 };
 
 // Everything the row pass reads.
@@ -115,7 +130,9 @@ struct Plan {
   int64_t C, Cp, h, w;
   bool packed;  // every image HWC with its channels innermost (one contiguous run per row)
   const resize::Sample* samples;
-  std::vector<SampleTaps<acc_t>> taps;
+  std::vector<AxisTaps<acc_t>> tables;  // one per distinct axis
+  std::vector<int64_t> ty, tx;          // per sample: its axes' tables
+  SampleTaps<acc_t> taps(int64_t n) const { return {tables[ty[n]], tables[tx[n]]}; }
   int64_t max_span = 0, max_kx = 1, max_ky = 1;
   std::vector<acc_t> A, B, M, S;  // per (sample, channel)
   std::vector<char> finite;       // per sample: every channel's coefficients finite
@@ -182,17 +199,28 @@ void run_typed(resize_host::Setup& r, acc_t scale, double fill) {
       P.B[k] = math::normalize_coef_b(P.M[k], P.S[k]);
       if (!math::normalize_coefs_finite(P.A[k], P.B[k])) P.finite[n] = 0;
     }
-  // the weight tables: one sample's are h + w windows, built in parallel over samples when the batch is big
-  P.taps.resize(N);
-  parallel_for_bytes(0, N, N * (s.h + s.w) * 256, [&](int64_t begin, int64_t end) {
-    for (int64_t n = begin; n < end; ++n) {
-      P.taps[n].y.build(r.samples[n].y, s.h);
-      P.taps[n].x.build(r.samples[n].x, s.w);
-    }
+  // the weight tables, one per distinct axis (an axis of out outputs is out windows), built in parallel when many
+  std::map<AxisKey, int64_t> index;
+  std::vector<AxisKey> keys;
+  const auto table_of = [&](const resize::Axis& a, int64_t out) {
+    const auto [it, added] = index.emplace(AxisKey{a, out}, static_cast<int64_t>(keys.size()));
+    if (added) keys.push_back(it->first);
+    return it->second;
+  };
+  P.ty.resize(N);
+  P.tx.resize(N);
+  for (int64_t n = 0; n < N; ++n) {
+    P.ty[n] = table_of(r.samples[n].y, s.h);
+    P.tx[n] = table_of(r.samples[n].x, s.w);
+  }
+  const int64_t n_tables = static_cast<int64_t>(keys.size());
+  P.tables.resize(n_tables);
+  parallel_for_bytes(0, n_tables, n_tables * std::max(s.h, s.w) * 256, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) P.tables[k].build(keys[k].a, keys[k].out);
   });
   int64_t work = 0;  // bytes the row pass touches: the vertical pass' source and accumulator, the output
   for (int64_t n = 0; n < N; ++n) {
-    const SampleTaps<acc_t>& T = P.taps[n];
+    const SampleTaps<acc_t> T = P.taps(n);
     P.max_span = std::max(P.max_span, T.x.span);
     P.max_kx = std::max(P.max_kx, T.x.K);
     P.max_ky = std::max(P.max_ky, T.y.K);
