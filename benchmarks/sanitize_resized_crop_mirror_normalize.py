@@ -1,11 +1,13 @@
 """compute-sanitizer (and ASan) calls of the resized_crop_mirror_normalize kernels: lists and batches, HWC and CHW,
-fractional boxes past the image edges, both interpolations, uint8 output, the uploaded table, backward."""
+fractional boxes past the image edges, the three interpolations, uint8 output, the uploaded table, backward."""
 from __future__ import annotations
 
 import torch
 
 import tensorops
 from benchmarks.sanitize_base import MEAN, STD, call, close, unaligned
+
+_MODES = {"nearest": 0, "bilinear": 1, "bicubic": 2}  # the schema's interpolation
 
 
 def run_resized_crop_mirror_normalize(device: torch.device) -> None:
@@ -29,7 +31,7 @@ def run_resized_crop_mirror_normalize(device: torch.device) -> None:
         s = torch.tensor([[1.0]] if u8 else [STD[:1] * C], device=device)
         scale = 1.0 if u8 else (1 / 255 if images[0].dtype == torch.uint8 else 1.0)
         ref = reference.resized_crop_mirror_normalize(
-            images, m, s, boxes, mirror, size, dim=dim, scale=scale, interpolation=0 if interpolation == "nearest" else 1,
+            images, m, s, boxes, mirror, size, dim=dim, scale=scale, interpolation=_MODES[interpolation],
             antialias=antialias, crop_first=crop_first, dtype=dtype, memory_format=fmt, channels=channels or C,
             fill=-2.0, pad=True)
         if u8:
@@ -49,6 +51,13 @@ def run_resized_crop_mirror_normalize(device: torch.device) -> None:
         check([unaligned((10 + k, 9 + 2 * k, 3), torch.uint8, device) for k in range(4)], dim=-1, dtype=torch.uint8,
               interpolation="nearest", what="HWC uint8 nearest")
     call("resized_crop_mirror_normalize HWC x[1:] images -> channels_last fp16, uint8 nearest", hwc)
+
+    def bicubic():  # negative taps: uint8 clamped to 0-255
+        check([unaligned((3, 14 + k, 12 - k), torch.uint8, device) for k in range(4)], interpolation="bicubic",
+              what="bicubic antialiased")
+        check([unaligned((3, 14 + k, 12 - k), torch.uint8, device) for k in range(4)], size=(31, 27),
+              interpolation="bicubic", antialias=False, crop_first=False, what="bicubic upscaled")
+    call("resized_crop_mirror_normalize bicubic of x[1:] uint8 images, antialiased and not", bicubic)
 
     def many():  # past the kernel-parameter table: the per-sample table goes through a device buffer
         check([torch.randint(0, 256, (3, 12, 10 + k % 3), dtype=torch.uint8, device=device) for k in range(33)],

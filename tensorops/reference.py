@@ -184,6 +184,13 @@ def crop_mirror_normalize(
 
 
 # ---- resized_crop_mirror_normalize -------------------------------------------------------------------------------
+def _cubic(t: torch.Tensor, a: float) -> torch.Tensor:
+    """The cubic convolution kernel of parameter ``a`` at distances ``t >= 0`` (Keys; 0 from 2 on)."""
+    near = ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0
+    far = ((a * t - 5.0 * a) * t + 8.0 * a) * t - 4.0 * a
+    return torch.where(t < 1.0, near, torch.where(t < 2.0, far, torch.zeros((), dtype=t.dtype)))
+
+
 def resize_weights(start: float, length: float, out: int, extent: int, interpolation: int, antialias: bool,
                    crop_first: bool) -> Tuple[torch.Tensor, torch.Tensor]:
     """One axis of one sample as a dense float64 (out, extent) matrix of resampling weights (rows sum to 1) and
@@ -192,14 +199,17 @@ def resize_weights(start: float, length: float, out: int, extent: int, interpola
     Output i is centred at ``start + (i + 0.5) * scale``, ``scale = length / out`` (align_corners=False);
     bilinear (1) with ``antialias``: torch's antialiased filter (a triangle of half-width max(scale, 1), cut to
     the readable range, divided by its sum); without: torch's two-tap bilinear (source clamped at the range's
-    start); nearest (0): pixel floor(start + i * scale). The readable range is the box's pixels with
+    start); bicubic (2) with ``antialias``: the same with the Keys cubic (a = -0.5) of half-width
+    2 max(scale, 1); without: torch's four-tap bicubic (a = -0.75, tap indices clamped to the readable range);
+    nearest (0): pixel floor(start + i * scale). The readable range is the box's pixels with
     ``crop_first`` (resized_crop), else the whole image. The same formulas as csrc/include/tensorops/resize.h,
     written again with torch ops (the kernels' oracle)."""
     f64 = torch.float64
     scale = length / out if out > 0 else 1.0
-    mode = 0 if interpolation == 0 else (2 if antialias else 1)
-    wide = mode == 2 and scale >= 1.0
-    support, invscale = (scale, 1.0 / scale) if wide else (1.0, 1.0)
+    mode = 0 if interpolation == 0 else (2 if antialias else 1) if interpolation == 1 else (4 if antialias else 3)
+    half = 2.0 if mode == 4 else 1.0
+    wide = mode in (2, 4) and scale >= 1.0
+    support, invscale = (half * scale, 1.0 / scale) if wide else (half, 1.0)
     if crop_first:
         lo, hi = max(math.floor(start), 0), min(math.ceil(start + length), extent)
     else:
@@ -227,12 +237,20 @@ def resize_weights(start: float, length: float, out: int, extent: int, interpola
         weights[rows, first] = torch.where(one, torch.ones_like(frac), 1.0 - frac)
         second = ~one
         weights[rows[second], first[second] + 1] = frac[second]
+    elif mode == 3:
+        src = pos - 0.5
+        x0 = src.floor()
+        rows = torch.arange(out)
+        for k in (-1, 0, 1, 2):
+            tap = (x0 + k).clamp(lo, hi - 1).long()
+            weights.index_put_((rows, tap), _cubic((src - x0 - k).abs(), -0.75), accumulate=True)
     else:
         x0 = (pos - support + 0.5).floor().clamp_min(lo)
         x1 = (pos + support + 0.5).floor().clamp_max(hi)
         inside = (x[None, :] >= x0[:, None]) & (x[None, :] < x1[:, None])
         t = ((x[None, :] + 0.5 - pos[:, None]) * invscale).abs()
-        weights = torch.where(inside & (t < 1.0), 1.0 - t, torch.zeros((), dtype=f64))
+        kernel = _cubic(t, -0.5) if mode == 4 else (1.0 - t).clamp_min(0.0)
+        weights = torch.where(inside, kernel, torch.zeros((), dtype=f64))
         total = weights.sum(1, keepdim=True)
         fill = fill | (x1 <= x0)
         weights = torch.where(total > 0, weights / total.clamp_min(1e-300), weights)
@@ -288,6 +306,8 @@ def resized_crop_mirror_normalize(
         dev = chw.device
         wy, wx = wy.to(dev, acc), wx.to(dev, acc)
         v = wy @ chw.to(acc) @ wx.T  # (C, h, w)
+        if interpolation == 2 and chw.dtype in (torch.uint8, torch.uint16):  # as the kernels: the type's range
+            v = v.clamp(0, 255 if chw.dtype == torch.uint8 else 65535)
         if u8:
             v = (v + 0.5).floor().clamp(0, 255)
         else:

@@ -18,7 +18,7 @@ Images = Union[torch.Tensor, Sequence[torch.Tensor]]
 Stat = Union[None, float, Sequence[float], torch.Tensor]
 _NAME = RESIZED
 KERNELS = _routing.Kernels()
-_INTERPOLATIONS = {"nearest": 0, "bilinear": 1}
+_INTERPOLATIONS = {"nearest": 0, "bilinear": 1, "bicubic": 2}
 _SCALES = {torch.uint8: 1.0 / 255.0, torch.uint16: 1.0 / 65535.0}
 
 
@@ -29,7 +29,7 @@ def _err(msg: str) -> str:
 def _interpolation(interpolation: object) -> int:
     value = getattr(interpolation, "value", interpolation)  # torchvision's InterpolationMode
     if not isinstance(value, str) or value not in _INTERPOLATIONS:
-        raise ValueError(_err(f"interpolation must be \"bilinear\" or \"nearest\" (or torchvision's "
+        raise ValueError(_err(f"interpolation must be \"bilinear\", \"bicubic\" or \"nearest\" (or torchvision's "
                               f"InterpolationMode of those), got {interpolation!r}"))
     return _INTERPOLATIONS[value]
 
@@ -80,7 +80,8 @@ def resized_crop_mirror_normalize(
             expresses Resize + CenterCrop exactly); ``None`` is the whole image. Read on the host.
         mirror: a bool tensor (N,): flip that sample's output horizontally. ``None``: no flips.
         dim: the channel dim of one image: -3 (CHW) or -1 (HWC).
-        interpolation: ``"bilinear"`` or ``"nearest"`` (or torchvision's InterpolationMode).
+        interpolation: ``"bilinear"``, ``"bicubic"`` or ``"nearest"`` (or torchvision's InterpolationMode). Bicubic
+            of uint8/uint16 images clamps the resampled values to the type's range, as torchvision's uint8 result.
         antialias: widen the bilinear filter when downscaling (torchvision's and PIL's antialias).
         dtype: output dtype: float16, bfloat16, float32, float64 (float32 for integer images, else theirs), or
             uint8 for uint8 images with ``mean=None, std=None``: resampled, mirrored, rounded half up.

@@ -93,6 +93,8 @@ for layout, ims, dim in (("chw", imgs, -3), ("hwc", [im.permute(1, 2, 0).contigu
             ims, mean, std, size=size, boxes=boxes, mirror=torch.tensor([0, 1, 1]).bool(), dim=dim)
     out[f"resized {layout} 4x down"] = tensorops.resized_crop_mirror_normalize(
         ims, mean, std, size=(8, 9), boxes=boxes, dim=dim)  # windows too wide for a permute
+    out[f"resized {layout} bicubic"] = tensorops.resized_crop_mirror_normalize(
+        ims, mean, std, size=(11, 23), boxes=boxes, dim=dim, interpolation="bicubic")  # negative taps, clamped
 
 torch.save(out, sys.argv[1])
 print(tensorops._extension._C.cpu_isa())

@@ -199,6 +199,12 @@ void store_planar(const acc_t* __restrict x, int64_t xs, out_t* __restrict y, in
   }
 }
 
+// Bicubic of integer images: the resampled values clamped to [0, vmax] before the store.
+template <typename acc_t>
+void clamp_range(acc_t* __restrict v, int64_t n, acc_t vmax) {
+  for (int64_t k = 0; k < n; ++k) v[k] = std::min(std::max(v[k], acc_t(0)), vmax);
+}
+
 // Output rows [begin, end) of the batch (row r: sample r / h, output row r % h), every channel of each.
 template <int kC, typename in_t, typename out_t, typename acc_t>
 void rows_pass(const Plan<out_t, acc_t>& P, int64_t begin, int64_t end) {
@@ -248,6 +254,7 @@ void rows_pass(const Plan<out_t, acc_t>& P, int64_t begin, int64_t end) {
       if (!P.packed) interleave<kC, acc_t>(planes.data(), ps, span, vrow.data(), C);
       horizontal<kC, acc_t>(vrow.data(), orow.data(), w, T.x.K, T.x.first.data(), T.x.w.data(), C);
     }
+    if (P.vmax > acc_t(0)) clamp_range<acc_t>(orow.data(), kPlanar ? C * wp : w * C, P.vmax);
     const int64_t opx = kPlanar ? 1 : C, opc = kPlanar ? wp : 1;  // orow's pixel and channel strides
     if (P.os_w == 1 && P.finite[n]) {
       if constexpr (kPlanar)

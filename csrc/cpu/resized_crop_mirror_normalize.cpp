@@ -137,6 +137,7 @@ struct Plan {
   std::vector<acc_t> A, B, M, S;  // per (sample, channel)
   std::vector<char> finite;       // per sample: every channel's coefficients finite
   acc_t scale;
+  acc_t vmax;  // > 0: resampled values clamped to [0, vmax] (resize_host::Setup::vmax)
   out_t* out;
   out_t fill_out;
   int64_t os_n, os_c, os_h, os_w;
@@ -174,6 +175,7 @@ void run_typed(resize_host::Setup& r, acc_t scale, double fill) {
   P.w = s.w;
   P.samples = r.samples.data();
   P.scale = scale;
+  P.vmax = static_cast<acc_t>(r.vmax);
   P.out = s.out.mutable_data_ptr<out_t>();
   P.fill_out = resize::store<out_t>(static_cast<acc_t>(fill));
   P.os_n = s.out.stride(0);

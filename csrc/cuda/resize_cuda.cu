@@ -32,7 +32,7 @@ void run(resize_host::Setup& r, double scale, double fill) {
         using acc_t = float_acc_t<out_t>;  // as s.acc
         cuda::launch(kernels::resized_crop_mirror_normalize_kernel<in_t, out_t, acc_t, Table>, blocks,
                      cuda::kThreads, 0, stream, s.out.mutable_data_ptr<out_t>(),
-                     cuda::cmn_params<acc_t>(s, scale, fill), table);
+                     cuda::cmn_params<acc_t>(s, scale, fill), static_cast<acc_t>(r.vmax), table);
       });
     });
   });

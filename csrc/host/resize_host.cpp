@@ -35,8 +35,11 @@ void finish(Setup& r, const at::Tensor& first, const Args& a) {
   TENSOROPS_CHECK_VALUE(
       a.memory_format == at::MemoryFormat::Contiguous || a.memory_format == at::MemoryFormat::ChannelsLast,
       "memory_format", "must be torch.contiguous_format or torch.channels_last, got ", a.memory_format);
-  TENSOROPS_CHECK_VALUE(a.interpolation == resize::kNearest || a.interpolation == resize::kBilinear,
-                        "interpolation", "must be 0 (nearest) or 1 (bilinear), got ", a.interpolation);
+  TENSOROPS_CHECK_VALUE(a.interpolation == resize::kNearest || a.interpolation == resize::kBilinear ||
+                            a.interpolation == resize::kBicubic,
+                        "interpolation", "must be 0 (nearest), 1 (bilinear) or 2 (bicubic), got ", a.interpolation);
+  if (a.interpolation == resize::kBicubic && (s.in_dtype == at::kByte || s.in_dtype == at::kUInt16))
+    r.vmax = s.in_dtype == at::kByte ? 255.0 : 65535.0;
   TENSOROPS_CHECK_VALUE(a.boxes.device().is_cpu() && a.boxes.scalar_type() == at::kDouble && a.boxes.dim() == 2 &&
                             a.boxes.size(0) == s.N && a.boxes.size(1) == 4,
                         "boxes", "must be a float64 CPU tensor of shape (", s.N, ", 4), got ", a.boxes.scalar_type(),

@@ -1,8 +1,8 @@
 """resized_crop_mirror_normalize's CUDA kernel on the emulated device, against tensorops.reference (the dense
-weight matrices; csrc/cuda/resize_cuda.cu, kernels/resize.cuh): both interpolations, antialias on and off,
-crop_first on and off, fractional boxes and boxes past the image (pad), mirror, per-sample statistics, padded
-channels, HWC and CHW images, uint8 / float16 / float32 / float64 outputs, channels_last, and the table in the
-kernel's parameters (up to 20 samples) or uploaded (more)."""
+weight matrices; csrc/cuda/resize_cuda.cu, kernels/resize.cuh): the three interpolations (bicubic of uint8 clamped
+to its range), antialias on and off, crop_first on and off, fractional boxes and boxes past the image (pad),
+mirror, per-sample statistics, padded channels, HWC and CHW images, uint8 / float16 / float32 / float64 outputs,
+channels_last, and the table in the kernel's parameters (up to 20 samples) or uploaded (more)."""
 from __future__ import annotations
 
 import pytest
@@ -42,10 +42,11 @@ def run(images, mean, std, boxes, mirror, size, *, dim=-3, interpolation=1, anti
 
 @pytest.mark.parametrize("n", corners([5, 20, 21], [5, 21]), ids=lambda n: {5: "5", 20: "20_in_parameters",
                                                                         21: "21_uploaded"}[n])
-@pytest.mark.parametrize("mode", corners(["aa", "bilinear", "nearest"], ["aa", "nearest"]))
+@pytest.mark.parametrize("mode", corners(["aa", "bilinear", "nearest", "bicubic_aa", "bicubic"], ["aa", "bicubic"]))
 def test_list_against_reference(emu, n, mode):
     images, mean, std, boxes, mirror = samples(n)
-    interpolation, antialias = {"aa": (1, True), "bilinear": (1, False), "nearest": (0, False)}[mode]
+    interpolation, antialias = {"aa": (1, True), "bilinear": (1, False), "nearest": (0, False),
+                                "bicubic_aa": (2, True), "bicubic": (2, False)}[mode]
     got, want = run(images, mean, std, boxes, mirror, [7, 6], interpolation=interpolation, antialias=antialias)
     torch.testing.assert_close(got, want, rtol=2e-5, atol=2e-5)
     ev = emu.events()

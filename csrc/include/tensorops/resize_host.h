@@ -17,6 +17,10 @@ namespace resize_host {
 struct Setup {
   cmn_host::Setup base;  // N, C, Cp, h, w, dtypes, out, statistics (base.samples: the images, no crop)
   std::vector<resize::Sample> samples;
+  // > 0: resampled values are clamped to [0, vmax] before they are normalized or rounded. Bicubic weights can be
+  // negative, and torchvision clamps its uint8 result, so bicubic of uint8 / uint16 images clamps to the type's
+  // range; everything else is 0 (no clamp).
+  double vmax = 0;
 };
 
 // Arguments after images: as the schema's (csrc/tensorops.cpp).

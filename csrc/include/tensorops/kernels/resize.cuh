@@ -1,8 +1,9 @@
 // resized_crop_mirror_normalize's CUDA kernel (launched by csrc/cuda/resize_cuda.cu). A header, so that nvcc and
 // the emulated device (emu/device.h, csrc/emulated/) compile the same kernel source. One thread per output
 // element (n, c, i, j): its two windows and weights come from resize.h (the functions the CPU kernel builds its
-// tables with), the sum runs over the window's rows and columns and is divided by the weights' sums, then
-// normalized as crop_mirror_normalize's (cmn::value) and stored by resize::store (uint8 outputs rounded).
+// tables with), the sum runs over the window's rows and columns and is divided by the weights' sums, clamped to
+// [0, vmax] where vmax > 0 (bicubic of integer images), then normalized as crop_mirror_normalize's (cmn::value)
+// and stored by resize::store (uint8 outputs rounded).
 #pragma once
 #include <cstdint>
 
@@ -21,6 +22,7 @@ constexpr int kResizeParamSamples = 20;
 template <typename in_t, typename out_t, typename acc_t, typename Table>
 __global__ void resized_crop_mirror_normalize_kernel(out_t* __restrict__ out,
                                                      const TENSOROPS_GRID_CONSTANT CmnParams<acc_t> p,
+                                                     const acc_t vmax,
                                                      const TENSOROPS_GRID_CONSTANT Table table) {
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < p.numel; idx += stride) {
@@ -48,6 +50,7 @@ __global__ void resized_crop_mirror_normalize_kernel(out_t* __restrict__ out,
       }
       const double total = sum_x * sum_y;
       v = total > 0.0 ? static_cast<acc_t>(acc / static_cast<acc_t>(total)) : acc_t(0);
+      if (vmax > acc_t(0)) v = v < acc_t(0) ? acc_t(0) : (v > vmax ? vmax : v);  // resize_host::Setup::vmax
       mean = p.mean[n * p.mean_sn + c * p.mean_sc];
       sd = p.std[n * p.std_sn + c * p.std_sc];
     }
