@@ -237,10 +237,16 @@ class ResizedCropMirrorNormalizeCollate(_Seeded):
         self.dim, self.dtype, self.memory_format = dim, dtype, memory_format
         self.pad_channels, self.fill = pad_channels, fill
 
-    def boxes(self, sizes: Sequence[Tuple[int, int]]) -> Tuple[torch.Tensor, torch.Tensor]:
+    TRIES = 10  # RandomResizedCrop.get_params' tries
+    DRAWS = TRIES * 4 + 1  # uniforms a training sample draws: four per try, then the flip
+
+    def boxes(self, sizes: Sequence[Tuple[int, int]], uniforms: Optional[Any] = None
+              ) -> Tuple[torch.Tensor, torch.Tensor]:
         """(boxes (N, 4) float64 of (top, left, height, width), mirror (N,) bool) for images of these (H, W).
         The arithmetic is numpy's on the batch (a few dozen torch ops on 32 numbers cost ~0.4 ms a batch, more
-        than numpy's); the random numbers are torch's, from the worker's generator."""
+        than numpy's); the random numbers are torch's, from the worker's generator, or in training the rows of
+        ``uniforms``, an (N, DRAWS) float64 array in [0, 1) (per-sample streams: a row's draws as one sample's
+        from its own generator)."""
         import numpy as np
 
         n = len(sizes)
@@ -258,12 +264,18 @@ class ResizedCropMirrorNormalizeCollate(_Seeded):
             sy, sx = H / new_h, W / new_w
             boxes = np.stack([top * sy, left * sx, ch * sy, cw * sx], 1)
             return torch.from_numpy(boxes), torch.zeros(n, dtype=torch.bool)
-        g = self._rng()
         # RandomResizedCrop.get_params for every sample at once: ten tries each, the first that fits wins
-        tries = 10
-        u = torch.rand(n * (tries * 4 + 1), generator=g, dtype=torch.float64).numpy()
-        mirror = torch.from_numpy(u[n * tries * 4:] < self.mirror_prob)
-        u = u[: n * tries * 4].reshape(n, tries, 4)
+        tries = self.TRIES
+        if uniforms is None:
+            u = torch.rand(n * self.DRAWS, generator=self._rng(), dtype=torch.float64).numpy()
+            flip, u = u[n * tries * 4:], u[: n * tries * 4]
+        else:
+            u = np.asarray(uniforms, dtype=np.float64)
+            if u.shape != (n, self.DRAWS):
+                raise ValueError(f"{_RFN}uniforms must have shape ({n}, {self.DRAWS}), got {u.shape}")
+            flip, u = u[:, tries * 4], u[:, : tries * 4]
+        mirror = torch.from_numpy(np.ascontiguousarray(flip) < self.mirror_prob)
+        u = u.reshape(n, tries, 4)
         area = (H * W)[:, None]
         target = area * (self.scale[0] + u[..., 0] * (self.scale[1] - self.scale[0]))
         lr0, lr1 = math.log(self.ratio[0]), math.log(self.ratio[1])

@@ -124,13 +124,10 @@ class ResizedCropMirrorNormalize:
             if self.seed is None or keys is None:
                 collate.generator = self._stream()
                 return collate.boxes(sizes)
-            boxes, mirror = [], []
-            for s, key in zip(sizes, keys):  # one generator per row: the draw depends on the row alone
-                collate.generator = torch.Generator().manual_seed(_row_seed(self.seed, self.epoch, key))
-                b, m = collate.boxes([s])
-                boxes.append(b)
-                mirror.append(m)
-            return torch.cat(boxes), torch.cat(mirror)
+            # one generator per row, so that a row's draws depend on the row alone; the boxes in one call
+            draws = torch.stack([torch.rand(collate.DRAWS, dtype=torch.float64, generator=torch.Generator().manual_seed(
+                _row_seed(self.seed, self.epoch, key))) for key in keys])
+            return collate.boxes(sizes, uniforms=draws.numpy())
         finally:
             collate.generator = None  # the stage pickles without generators
 

@@ -332,6 +332,27 @@ def test_collate_train_reproducible_pil_numpy_and_tensor_samples():
     assert not torch.equal(c(tensors)[0], outs[0])
 
 
+def test_boxes_from_given_uniforms_equal_per_sample_generators():
+    # what tensorops.ray's per-row streams rely on: row k of uniforms draws as sample k alone from its generator
+    collate = ResizedCropMirrorNormalizeCollate(224, MEAN, STD)
+    g = torch.Generator().manual_seed(5)
+    sizes = [tuple(int(v) for v in torch.randint(60, 600, (2,), generator=g)) for _ in range(24)] + [(10, 900)]
+    want_b, want_m = [], []
+    for k, s in enumerate(sizes):
+        collate.generator = torch.Generator().manual_seed(100 + k)
+        b, m = collate.boxes([s])
+        want_b.append(b)
+        want_m.append(m)
+    collate.generator = None
+    draws = torch.stack([torch.rand(collate.DRAWS, dtype=torch.float64, generator=torch.Generator().manual_seed(100 + k))
+                         for k in range(len(sizes))])
+    got_b, got_m = collate.boxes(sizes, uniforms=draws.numpy())
+    assert torch.equal(got_b, torch.cat(want_b)) and torch.equal(got_m, torch.cat(want_m))
+    assert len(set(map(tuple, got_b.tolist()))) == len(sizes)  # the rows really differ
+    with pytest.raises(ValueError, match=r"uniforms must have shape \(25, 41\)"):
+        collate.boxes(sizes, uniforms=draws[:, :40].numpy())
+
+
 def test_random_resized_crop_boxes_follow_torchvision_distribution():
     c = ResizedCropMirrorNormalizeCollate(224, MEAN, STD, generator=torch.Generator().manual_seed(3))
     sizes = [(375, 500)] * 4000
