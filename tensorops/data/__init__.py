@@ -1,0 +1,14 @@
+"""DataLoader helpers built on tensorops' kernels.
+
+* :mod:`tensorops.data.collates`: ``collate_fn``s that crop (and resize), mirror and normalize a batch in one pass;
+* :mod:`tensorops.data.loaders`: :class:`NormalizingLoader`, normalizing uint8 batches in the consumer (CPU, or
+  a CUDA device one batch ahead on a side stream);
+* :mod:`tensorops.data.boxes`: the RandomResizedCrop and Resize + CenterCrop boxes for a whole batch;
+* :mod:`tensorops.data.seeding`: the collates' random streams, per DataLoader worker and epoch;
+* :mod:`tensorops.data.images`: PIL images, numpy arrays and tensors as HWC uint8 tensors.
+"""
+from tensorops.data.collates import CropMirrorNormalizeCollate, ResizedCropMirrorNormalizeCollate
+from tensorops.data.images import as_image
+from tensorops.data.loaders import NormalizingLoader
+
+__all__ = ["CropMirrorNormalizeCollate", "ResizedCropMirrorNormalizeCollate", "NormalizingLoader", "as_image"]

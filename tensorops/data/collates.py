@@ -1,0 +1,230 @@
+"""DataLoader ``collate_fn``s that crop (and resize), mirror and normalize a batch of images in one pass."""
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import torch
+from torch.utils.data import default_collate
+
+from tensorops._checks import where
+from tensorops.crop_mirror_normalize import crop_mirror_normalize
+from tensorops.data import boxes as _boxes
+from tensorops.data.images import as_image
+from tensorops.data.seeding import Seeded
+from tensorops.resized_crop_mirror_normalize import resized_crop_mirror_normalize
+
+__all__ = ["CropMirrorNormalizeCollate", "ResizedCropMirrorNormalizeCollate"]
+
+_FN = where("data.CropMirrorNormalizeCollate")
+
+
+def _pairs(samples: Sequence[Any], where: str) -> Tuple[List[Any], List[Any]]:
+    if len(samples) == 0:
+        raise ValueError(f"{where}got an empty list of samples")
+    images: List[Any] = []
+    labels: List[Any] = []
+    for k, sample in enumerate(samples):
+        if not isinstance(sample, (tuple, list)) or len(sample) != 2:
+            raise TypeError(f"{where}sample {k} must be an (image, label) pair, got {type(sample).__name__}")
+        images.append(sample[0])
+        labels.append(sample[1])
+    return images, labels
+
+
+class CropMirrorNormalizeCollate(Seeded):
+    """A DataLoader ``collate_fn``: ``(image, label)`` samples of any size become ``(batch, labels)`` with
+    ``batch = tensorops.crop_mirror_normalize(images, mean, std, size=size, ...)`` in one pass.
+
+    In training (``train=True``) every sample gets a random crop origin (uniform over the origins that keep the
+    crop inside the image) and is mirrored with probability ``mirror_prob``; in evaluation the crop is centred
+    and nothing is mirrored. An image smaller than the crop is padded with ``fill`` (``out_of_bounds="pad"``).
+
+    Randomness comes from ``generator`` (a ``torch.Generator``) when given, else from torch's global RNG (which
+    DataLoader seeds per worker). With a generator and ``num_workers=0`` the collate draws from it directly; in
+    DataLoader workers each worker draws from its own generator seeded from ``generator.initial_seed()`` and the
+    worker's seed, which DataLoader draws anew for every epoch: each epoch gets new crops and flips, and a run
+    repeats when the DataLoader's seed does (``torch.manual_seed`` first, or ``DataLoader(generator=...)``),
+    persistent workers or not, as torch's own per-worker seeding (:mod:`tensorops.data.seeding`).
+
+    Args:
+        size: (h, w) of the crop, or an int for a square.
+        mean, std: as :func:`tensorops.crop_mirror_normalize` (numbers, C numbers or tensors).
+        train: random crops and flips (True) or centred crops (False).
+        dim: -3 for CHW images (torchvision.io.decode_image), -1 for HWC (PIL/numpy converted with torch.from_numpy).
+        dtype, memory_format, pad_channels, fill: as :func:`tensorops.crop_mirror_normalize`.
+        mirror_prob: probability of a horizontal flip in training.
+        generator: the source of randomness (see above).
+
+    Example:
+        >>> collate = CropMirrorNormalizeCollate(224, [0.485, 0.456, 0.406], [0.229, 0.224, 0.225],
+        ...                                      generator=torch.Generator().manual_seed(0))
+        >>> loader = torch.utils.data.DataLoader(dataset, batch_size=32, collate_fn=collate, num_workers=2)
+        >>> images, labels = next(iter(loader))  # (32, 3, 224, 224) float32, (32,)
+    """
+
+    def __init__(
+        self,
+        size: Union[int, Tuple[int, int]],
+        mean: Any,
+        std: Any,
+        *,
+        train: bool = True,
+        dim: int = -3,
+        dtype: Optional[torch.dtype] = None,
+        memory_format: torch.memory_format = torch.contiguous_format,
+        pad_channels: Optional[int] = None,
+        fill: float = 0.0,
+        mirror_prob: float = 0.5,
+        generator: Optional[torch.Generator] = None,
+    ) -> None:
+        self._common(_FN, size, mirror_prob, generator)
+        self.mean, self.std = mean, std
+        self.train, self.dim, self.dtype = bool(train), dim, dtype
+        self.memory_format, self.pad_channels, self.fill = memory_format, pad_channels, fill
+
+    def draw(self, sizes: Sequence[Tuple[int, int]]) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(top_left (N, 2) int64, mirror (N,) bool) for images of these (H, W) sizes: random in training,
+        centred and unmirrored in evaluation."""
+        h, w = self.size
+        n = len(sizes)
+        H = torch.tensor([s[0] for s in sizes], dtype=torch.int64).view(n)
+        W = torch.tensor([s[1] for s in sizes], dtype=torch.int64).view(n)
+        if not self.train:
+            return torch.stack([(H - h).div(2, rounding_mode="floor"), (W - w).div(2, rounding_mode="floor")], 1), \
+                torch.zeros(n, dtype=torch.bool)
+        g = self._rng()
+        # origins in [min(0, H - h), max(0, H - h)]: inside the image, or centred-ish padding when it is smaller
+        lo_y, hi_y = torch.minimum(H - h, torch.zeros_like(H)), torch.maximum(H - h, torch.zeros_like(H))
+        lo_x, hi_x = torch.minimum(W - w, torch.zeros_like(W)), torch.maximum(W - w, torch.zeros_like(W))
+        u = torch.rand(n, 3, generator=g, dtype=torch.float64)
+        y0 = lo_y + (u[:, 0] * (hi_y - lo_y + 1)).floor().to(torch.int64).clamp_max(hi_y - lo_y)
+        x0 = lo_x + (u[:, 1] * (hi_x - lo_x + 1)).floor().to(torch.int64).clamp_max(hi_x - lo_x)
+        return torch.stack([y0, x0], 1), u[:, 2] < self.mirror_prob
+
+    def __call__(self, samples: Sequence[Tuple[torch.Tensor, Any]]) -> Tuple[torch.Tensor, Any]:
+        images, labels = _pairs(samples, _FN)
+        sizes = [(im.shape[-2], im.shape[-1]) if self.dim == -3 else (im.shape[-3], im.shape[-2]) for im in images]
+        top_left, mirror = self.draw(sizes)
+        batch = crop_mirror_normalize(
+            images, self.mean, self.std, dim=self.dim, size=self.size, top_left=top_left, mirror=mirror,
+            dtype=self.dtype, memory_format=self.memory_format, pad_channels=self.pad_channels, fill=self.fill,
+            out_of_bounds="pad",
+        )
+        return batch, default_collate(labels)
+
+
+_RFN = where("data.ResizedCropMirrorNormalizeCollate")
+
+
+class ResizedCropMirrorNormalizeCollate(Seeded):
+    """A DataLoader ``collate_fn``: ``(image, label)`` samples of any size become ``(batch, labels)`` in one pass
+    of :func:`tensorops.resized_crop_mirror_normalize`.
+
+    Training (``train=True``): torchvision's RandomResizedCrop box per sample (its ``get_params``: area fraction
+    uniform in ``scale``, log-uniform aspect ``ratio``, ten tries, then the centre-crop fallback), a horizontal
+    flip with probability ``mirror_prob``, resized to ``size`` (``crop_first``: torchvision's ``resized_crop``).
+    Evaluation: Resize (the shorter side to ``resize_size``, default ``int(size / 0.875)``, as torchvision's
+    ``Resize(int)``) then CenterCrop(``size``), as one fractional box read with ``crop_first=False``.
+
+    Images may be uint8 tensors (CHW with ``dim=-3``, HWC with ``dim=-1``), numpy HWC arrays or PIL images (what
+    ``ImageFolder`` gives: no ``ToImage`` needed). Tensors and arrays are read in place; a PIL image is read
+    through ``numpy.asarray``, which copies its bytes once; none is permuted by a separate pass. Randomness:
+    ``generator`` as :class:`CropMirrorNormalizeCollate`'s (one stream per DataLoader worker and epoch,
+    repeatable).
+
+    ``dtype=torch.uint8`` with ``mean=None, std=None`` gives uint8 batches (4x fewer bytes across the worker
+    boundary) to normalize in the consumer: :class:`tensorops.data.NormalizingLoader`.
+
+    Example:
+        >>> collate = ResizedCropMirrorNormalizeCollate(224, [0.485, 0.456, 0.406], [0.229, 0.224, 0.225],
+        ...                                             generator=torch.Generator().manual_seed(0))
+        >>> loader = torch.utils.data.DataLoader(image_folder, batch_size=32, collate_fn=collate, num_workers=2)
+        >>> images, labels = next(iter(loader))  # (32, 3, 224, 224) float32, (32,)
+    """
+
+    def __init__(
+        self,
+        size: Union[int, Tuple[int, int]],
+        mean: Any,
+        std: Any,
+        *,
+        train: bool = True,
+        scale: Tuple[float, float] = (0.08, 1.0),
+        ratio: Tuple[float, float] = (3.0 / 4.0, 4.0 / 3.0),
+        resize_size: Optional[int] = None,
+        interpolation: Any = "bilinear",
+        antialias: bool = True,
+        mirror_prob: float = 0.5,
+        generator: Optional[torch.Generator] = None,
+        dim: int = -3,
+        dtype: Optional[torch.dtype] = None,
+        memory_format: torch.memory_format = torch.contiguous_format,
+        pad_channels: Optional[int] = None,
+        fill: float = 0.0,
+    ) -> None:
+        self._common(_RFN, size, mirror_prob, generator)
+        if not (len(scale) == 2 and 0 < scale[0] <= scale[1]):
+            raise ValueError(f"{_RFN}scale must be (min, max) with 0 < min <= max, got {scale!r}")
+        if not (len(ratio) == 2 and 0 < ratio[0] <= ratio[1]):
+            raise ValueError(f"{_RFN}ratio must be (min, max) with 0 < min <= max, got {ratio!r}")
+        if resize_size is None:
+            resize_size = int(min(self.size) / 0.875)
+        if isinstance(resize_size, bool) or not isinstance(resize_size, int) or resize_size <= 0:
+            raise ValueError(f"{_RFN}resize_size must be a positive int, got {resize_size!r}")
+        if (mean is None) != (std is None) or (mean is None and dtype != torch.uint8):
+            raise ValueError(f"{_RFN}mean=None and std=None go together, with dtype=torch.uint8")
+        self.mean, self.std = mean, std
+        self.train = bool(train)
+        self.scale = (float(scale[0]), float(scale[1]))
+        self.ratio = (float(ratio[0]), float(ratio[1]))
+        self.resize_size = resize_size
+        self.interpolation, self.antialias = interpolation, antialias
+        self.dim, self.dtype, self.memory_format = dim, dtype, memory_format
+        self.pad_channels, self.fill = pad_channels, fill
+
+    TRIES = _boxes.TRIES
+    DRAWS = _boxes.DRAWS  # uniforms a training sample draws: four per try, then the flip
+
+    def boxes(self, sizes: Sequence[Tuple[int, int]], uniforms: Optional[Any] = None
+              ) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(boxes (N, 4) float64 of (top, left, height, width), mirror (N,) bool) for images of these (H, W)
+        (:mod:`tensorops.data.boxes`). The random numbers are torch's, from the worker's generator, or in training
+        the rows of ``uniforms``, an (N, DRAWS) float64 array in [0, 1) (per-sample streams: a row's draws as one
+        sample's from its own generator)."""
+        n = len(sizes)
+        hw = np.asarray(sizes, dtype=np.float64).reshape(n, 2)
+        H, W = hw[:, 0], hw[:, 1]
+        if not self.train:
+            return (torch.from_numpy(_boxes.resize_center_crop_boxes(H, W, self.resize_size, self.size)),
+                    torch.zeros(n, dtype=torch.bool))
+        tries = self.TRIES
+        if uniforms is None:
+            u = torch.rand(n * self.DRAWS, generator=self._rng(), dtype=torch.float64).numpy()
+            flip, u = u[n * tries * 4:], u[: n * tries * 4]
+        else:
+            u = np.asarray(uniforms, dtype=np.float64)
+            if u.shape != (n, self.DRAWS):
+                raise ValueError(f"{_RFN}uniforms must have shape ({n}, {self.DRAWS}), got {u.shape}")
+            flip, u = u[:, tries * 4], u[:, : tries * 4]
+        mirror = torch.from_numpy(np.ascontiguousarray(flip) < self.mirror_prob)
+        boxes = _boxes.random_resized_crop_boxes(H, W, u.reshape(n, tries, 4), self.scale, self.ratio)
+        return torch.from_numpy(boxes), mirror
+
+    def __call__(self, samples: Sequence[Tuple[Any, Any]]) -> Tuple[torch.Tensor, Any]:
+        images, labels = _pairs(samples, _RFN)
+        dim = self.dim
+        if not all(isinstance(im, torch.Tensor) for im in images):
+            # PIL images and numpy arrays are HWC: every image as an HWC view (tensors of CHW permuted, no copy)
+            images = [im.permute(1, 2, 0) if isinstance(im, torch.Tensor) and dim == -3 else as_image(im, _RFN)
+                      for im in images]
+            dim = -1
+        sizes = [(im.shape[-2], im.shape[-1]) if dim == -3 else (im.shape[-3], im.shape[-2]) for im in images]
+        boxes, mirror = self.boxes(sizes)
+        batch = resized_crop_mirror_normalize(
+            images, self.mean, self.std, size=self.size, boxes=boxes, mirror=mirror, dim=dim,
+            interpolation=self.interpolation, antialias=self.antialias, dtype=self.dtype,
+            memory_format=self.memory_format, pad_channels=self.pad_channels, fill=self.fill, out_of_bounds="pad",
+            crop_first=self.train,
+        )
+        return batch, default_collate(labels)

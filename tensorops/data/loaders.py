@@ -1,0 +1,137 @@
+"""NormalizingLoader: uint8 batches from a DataLoader, normalized in the consumer (on the CPU, or on a CUDA device
+one batch ahead on a side stream)."""
+from __future__ import annotations
+
+from typing import Any, Iterator, Optional
+
+import torch
+
+from tensorops._checks import where
+from tensorops.normalize import normalize
+
+__all__ = ["NormalizingLoader"]
+
+_FN = where("data.NormalizingLoader")
+
+
+class _CudaStreams:
+    """The few stream operations the CUDA handover uses, in one place (tests put a recording twin here to check
+    the order of waits without a GPU)."""
+
+    Stream = staticmethod(torch.cuda.Stream)
+    current_stream = staticmethod(torch.cuda.current_stream)
+    use = staticmethod(torch.cuda.stream)  # a context: work queued inside runs on the given stream
+
+    @staticmethod
+    def on_cuda(t: torch.Tensor) -> bool:
+        return t.device.type == "cuda"
+
+    @staticmethod
+    def to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+        """Queued on the current stream: host memory through pinned memory, without blocking the host."""
+        if t.device.type != "cuda" and not t.is_pinned():
+            t = t.pin_memory()
+        return t.to(device, non_blocking=True)
+
+    @staticmethod
+    def record(t: torch.Tensor, stream: Any) -> None:
+        """``t``'s memory is in use on ``stream`` too: the caching allocator must not reuse it before that."""
+        t.record_stream(stream)
+
+    @staticmethod
+    def done_event(stream: Any) -> Any:
+        """An event recorded on ``stream`` now: it completes when everything queued there so far has."""
+        event = torch.cuda.Event()
+        event.record(stream)
+        return event
+
+
+class NormalizingLoader:
+    """Wraps a DataLoader whose batches carry uint8 images (``dtype=torch.uint8`` collates) and normalizes each
+    batch as it arrives in the consumer: the workers ship 4x fewer bytes than float batches (a fresh float32
+    shared-memory batch costs more to place than the collate itself).
+
+    On the CPU (``device=None``) each batch is normalized in the main process by :func:`tensorops.normalize`.
+
+    With a CUDA ``device`` the loader runs one batch ahead: while the consumer uses batch k, batch k+1 is copied
+    from pinned memory (``non_blocking``) and normalized on a side stream. Batch k is handed over on the stream
+    current at the handover (the consumer's, default or not), which waits on an event recorded right after batch
+    k's normalize: never on batch k+1's work, so a step that synchronizes (``loss.item()``) still overlaps with
+    the next copy. Batches that are already on a CUDA device are normalized on the side stream after it waits for
+    the stream that was current when the wrapped loader yielded them (their producer's), and their memory is
+    recorded on the side stream; the output's memory is recorded on the consumer's stream.
+
+    Args:
+        loader: any iterable of batches: a tensor, or a tuple/list/dict holding the images at ``image_key``.
+        mean, std, dtype, memory_format: as :func:`tensorops.normalize` (images uint8 -> /255).
+        device: None (CPU) or a CUDA device.
+        image_key: where the images are in each batch (0 for ``(images, labels)``).
+
+    Example:
+        >>> collate = ResizedCropMirrorNormalizeCollate(224, None, None, dtype=torch.uint8)
+        >>> loader = NormalizingLoader(DataLoader(ds, batch_size=32, collate_fn=collate, num_workers=2),
+        ...                            [0.485, 0.456, 0.406], [0.229, 0.224, 0.225], device="cuda")
+        >>> for images, labels in loader: ...  # float32 (32, 3, 224, 224) on the GPU
+    """
+
+    _cuda = _CudaStreams
+
+    def __init__(self, loader: Any, mean: Any, std: Any, *, device: Any = None, dtype: Optional[torch.dtype] = None,
+                 memory_format: torch.memory_format = torch.contiguous_format, image_key: Any = 0) -> None:
+        self.loader, self.mean, self.std = loader, mean, std
+        self.device = None if device is None else torch.device(device)
+        if self.device is not None and self.device.type not in ("cuda", "cpu"):
+            raise ValueError(f"{_FN}device must be None, 'cpu' or a CUDA device, got {device!r}")
+        if self.device is not None and self.device.type == "cpu":
+            self.device = None
+        self.dtype, self.memory_format, self.image_key = dtype, memory_format, image_key
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def _images(self, batch: Any) -> torch.Tensor:
+        images = batch if isinstance(batch, torch.Tensor) else batch[self.image_key]
+        if not isinstance(images, torch.Tensor):
+            raise TypeError(f"{_FN}batch[{self.image_key!r}] must be a tensor, got {type(images).__name__}")
+        return images
+
+    def _replace(self, batch: Any, images: torch.Tensor) -> Any:
+        if isinstance(batch, torch.Tensor):
+            return images
+        if isinstance(batch, dict):
+            return {**batch, self.image_key: images}
+        items = list(batch)
+        items[self.image_key] = images
+        return tuple(items) if isinstance(batch, tuple) else items
+
+    def _normalize(self, images: torch.Tensor) -> torch.Tensor:
+        return normalize(images, self.mean, self.std, dtype=self.dtype, memory_format=self.memory_format)
+
+    def __iter__(self) -> Iterator[Any]:
+        if self.device is None:
+            for batch in self.loader:
+                yield self._replace(batch, self._normalize(self._images(batch)))
+            return
+        cuda = self._cuda
+        side = cuda.Stream(self.device)
+        pending = None
+        for batch in self.loader:
+            images = self._images(batch)
+            producer = cuda.current_stream(images.device) if cuda.on_cuda(images) else None
+            with cuda.use(side):
+                if producer is not None:  # written on the producer's stream: read it only after that
+                    side.wait_stream(producer)
+                    cuda.record(images, side)
+                ready = self._normalize(cuda.to_device(images, self.device))
+                done = cuda.done_event(side)  # this batch's work, and nothing queued after it
+            if pending is not None:
+                yield self._handover(*pending)
+            pending = (batch, ready, done)
+        if pending is not None:
+            yield self._handover(*pending)
+
+    def _handover(self, batch: Any, images: torch.Tensor, done: Any) -> Any:
+        current = self._cuda.current_stream(self.device)
+        current.wait_event(done)
+        self._cuda.record(images, current)
+        return self._replace(batch, images)
