@@ -5,7 +5,6 @@
 """
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -22,18 +21,13 @@ import numpy as np
 
 from tensorops._checks import where
 from tensorops.data import ResizedCropMirrorNormalizeCollate, as_image
+from tensorops.data.seeding import stream_seed
 from tensorops.resized_crop_mirror_normalize import resized_crop_mirror_normalize
 
 __all__ = ["ResizedCropMirrorNormalize"]
 
 _FN = where("ray.ResizedCropMirrorNormalize")
 _KEY_COLUMNS = ("path", "id")
-
-
-def _row_seed(seed: int, epoch: int, key: Any) -> int:
-    """A 63-bit seed from (seed, epoch, row key), the same in every process (Python's hash() is salted)."""
-    digest = hashlib.blake2b(f"{seed}\x00{epoch}\x00{key}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") & (2**63 - 1)
 
 
 class ResizedCropMirrorNormalize:
@@ -51,12 +45,16 @@ class ResizedCropMirrorNormalize:
     Randomness (training): with ``seed=None`` each process draws fresh entropy. With an integer ``seed`` each
     row's box and flip come from its own generator, seeded from ``(seed, epoch, key)`` where ``key`` is the row's
     ``key_column`` (default: ``path``, else ``id``): the run repeats whatever the number of actors, the order in
-    which blocks reach them or how rows are cut into batches; pass a new ``epoch`` for new crops. Without a key
-    column the rows of a stage instance share one generator seeded from ``(seed, epoch)``: repeatable only with
-    one actor and a fixed block order.
+    which blocks reach them or how rows are cut into batches; pass a new ``epoch`` for new crops. A ``seed``
+    needs such a key column: without one every actor and task would start the same stream and repeat each
+    other's crops, so the stage raises a ValueError naming ``key_column`` instead (add one with
+    ``read_images(..., include_paths=True)`` or ``Dataset.add_column``, or pass ``seed=None``).
 
-    Errors of the op (``ValueError``/``TypeError``) are re-raised with the same type and the offending row's key
-    (``path=...``), so Ray's task error names the file.
+    An empty batch gives an empty ``(0, C', h, w)`` array, its channels taken from the column's shape where it
+    has one (``(0, H, W)``: grayscale, one channel; ``(0, H, W, C)``: C), else ``pad_channels`` or 3.
+
+    Errors (``ValueError``/``TypeError``), of the op or of a row that is not an image, are re-raised with the
+    same type and the offending row's key (``path=...``), so Ray's task error names the file.
 
     Example:
         >>> ds = ray.data.read_images("s3://bucket/train", mode="RGB", include_paths=True)
@@ -99,13 +97,10 @@ class ResizedCropMirrorNormalize:
         return state
 
     def _stream(self) -> torch.Generator:
+        """seed=None: fresh entropy, drawn once in each process (actor or task)."""
         if self._generator is None:
-            g = torch.Generator()
-            if self.seed is None:
-                g.seed()  # fresh entropy in this process
-            else:
-                g.manual_seed(_row_seed(self.seed, self.epoch, "\x00stream"))
-            self._generator = g
+            self._generator = torch.Generator()
+            self._generator.seed()
         return self._generator
 
     def _key(self, batch: Dict[str, Any]) -> Optional[str]:
@@ -121,12 +116,12 @@ class ResizedCropMirrorNormalize:
         if not collate.train:
             return collate.boxes(sizes)
         try:
-            if self.seed is None or keys is None:
+            if self.seed is None:
                 collate.generator = self._stream()
                 return collate.boxes(sizes)
             # one generator per row, so that a row's draws depend on the row alone; the boxes in one call
             draws = torch.stack([torch.rand(collate.DRAWS, dtype=torch.float64, generator=torch.Generator().manual_seed(
-                _row_seed(self.seed, self.epoch, key))) for key in keys])
+                stream_seed(self.seed, self.epoch, key))) for key in keys])
             return collate.boxes(sizes, uniforms=draws.numpy())
         finally:
             collate.generator = None  # the stage pickles without generators
@@ -144,28 +139,54 @@ class ResizedCropMirrorNormalize:
             raise KeyError(f"{_FN}column {self.column!r} is not in the batch (columns: {sorted(batch)})")
         column = batch[self.column]
         key_name = self._key(batch)
+        if self.collate.train and self.seed is not None and key_name is None:
+            raise ValueError(
+                f"{_FN}seed={self.seed} needs a key column to seed each row from (key_column=..., or a column named "
+                f"{' or '.join(_KEY_COLUMNS)}; the batch has {sorted(batch)}): without one every actor and task "
+                f"would draw the same stream and repeat the same crops. Add one (read_images(..., "
+                f"include_paths=True), Dataset.add_column) or pass seed=None")
         keys = None if key_name is None else list(batch[key_name])
+        names = [f"{key_name}={k!r}" for k in keys] if keys is not None else [f"row {i}" for i in range(len(column))]
         out = dict(batch)
         if len(column) == 0:
-            c = self.collate
-            channels = c.pad_channels or 3
-            dtype = c.dtype or torch.float32
-            out[self.column] = torch.empty((0, channels, *c.size), dtype=dtype).numpy()
+            out[self.column] = self._empty(column)
             return out
-        images = [as_image(np.asarray(im), _FN) for im in column]
+        images = []
+        for i, im in enumerate(column):
+            try:
+                array = np.asarray(im)
+                if array.dtype.kind not in "biuf":
+                    raise TypeError(f"an image must be a numeric array, got {type(im).__name__} of dtype {array.dtype}")
+                image = as_image(array, _FN)
+                if image.dim() != 3:
+                    raise ValueError(f"an image must be an (H, W) or (H, W, C) array, got shape {tuple(image.shape)}")
+                images.append(image)
+            except (ValueError, TypeError) as exc:
+                raise type(exc)(f"{_FN}{names[i]}: {exc}") from exc
         sizes = [(int(im.shape[0]), int(im.shape[1])) for im in images]
         boxes, mirror = self._boxes(sizes, keys)
         try:
             result = self._run(images, boxes, mirror)
         except (ValueError, TypeError) as exc:
-            raise type(exc)(self._blame(exc, images, boxes, mirror, key_name, keys)) from exc
+            raise type(exc)(self._blame(exc, images, boxes, mirror, names)) from exc
         out[self.column] = result.numpy()  # a view of the op's output: Ray stores these bytes
         return out
 
+    def _empty(self, column: Any) -> np.ndarray:
+        """The output of an empty batch: (0, C', h, w), C' from the column's shape where it has one."""
+        c = self.collate
+        shape = getattr(column, "shape", None)
+        channels = 3
+        if shape is not None and len(shape) == 3:
+            channels = 1  # (0, H, W): grayscale rows, as as_image reads 2-D arrays
+        elif shape is not None and len(shape) == 4:
+            channels = int(shape[3])
+        channels = c.pad_channels or channels
+        return torch.empty((0, channels, *c.size), dtype=c.dtype or torch.float32).numpy()
+
     def _blame(self, exc: Exception, images: List[torch.Tensor], boxes: torch.Tensor, mirror: torch.Tensor,
-               key_name: Optional[str], keys: Optional[Sequence[Any]]) -> str:
+               names: List[str]) -> str:
         """The op's message with the row(s) that make it fail: each row is run alone (only on this error path)."""
-        names = [f"{key_name}={k!r}" for k in keys] if keys is not None else [f"row {i}" for i in range(len(images))]
         bad = []
         for i, im in enumerate(images):
             try:

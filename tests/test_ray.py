@@ -43,8 +43,7 @@ def cluster():
     c.add_node(**node)
     ray.init(address=c.address, log_to_driver=False)
     ctx = ray.data.DataContext.get_current()
-    ctx.enable_progress_bars = False
-    ctx.execution_options.preserve_order = True
+    ctx.enable_progress_bars = False  # rows are matched by path: no test relies on Ray keeping their order
     try:
         yield c
     finally:
@@ -72,14 +71,14 @@ def _decoded(folder):
     return out
 
 
-def _run(folder, stage, *, concurrency=None, **kwargs):
-    """read_images -> stage -> iter_torch_batches; {path: (C, h, w) tensor}."""
+def _run(folder, stage, *, concurrency=None, batch_size=3, **kwargs):
+    """read_images -> stage (batches of ``batch_size`` rows) -> iter_torch_batches; {path: (C, h, w) tensor}."""
     # half a CPU for each read task and each actor: two 1-CPU nodes each holding one actor still run the reads
     ds = ray.data.read_images(folder, mode="RGB", include_paths=True, num_cpus=0.5)
     if concurrency is None:  # an instance: tasks
-        ds = ds.map_batches(stage, batch_format="numpy", batch_size=3)
+        ds = ds.map_batches(stage, batch_format="numpy", batch_size=batch_size)
     else:  # the class: an actor pool
-        ds = ds.map_batches(stage, batch_format="numpy", batch_size=3, concurrency=concurrency, num_cpus=0.5,
+        ds = ds.map_batches(stage, batch_format="numpy", batch_size=batch_size, concurrency=concurrency, num_cpus=0.5,
                             fn_constructor_kwargs=kwargs)
     rows = {}
     for batch in ds.iter_torch_batches(batch_size=4, collate_fn=_KeepPaths()):
@@ -122,9 +121,10 @@ def test_train_seeded_repeats_across_forms(cluster, folder):
     from tensorops.ray import ResizedCropMirrorNormalize
 
     kwargs = dict(size=SIZE, mean=MEAN, std=STD, train=True, seed=7)
-    first = _run(folder, ResizedCropMirrorNormalize, concurrency=2, **kwargs)
-    second = _run(folder, ResizedCropMirrorNormalize(**kwargs))  # tasks, other batches: the same crops
-    _assert_rows_equal(second, first)
+    first = _run(folder, ResizedCropMirrorNormalize, concurrency=2, batch_size=3, **kwargs)
+    # tasks, rows cut into other batches (5, then 1 and 2: whole blocks), in whatever order: the same crops
+    for batch_size in (5, 1):
+        _assert_rows_equal(_run(folder, ResizedCropMirrorNormalize(**kwargs), batch_size=batch_size), first)
     # the crops are random (not the eval crop), and a new epoch draws new ones
     evaluated = _expected(folder)
     assert any(not torch.equal(first[p], evaluated[p]) for p in first)
@@ -165,3 +165,45 @@ def test_bad_options_fail_on_the_driver():
         ResizedCropMirrorNormalize(SIZE, MEAN, STD, generator=torch.Generator())
     with pytest.raises(ValueError, match="size"):
         ResizedCropMirrorNormalize(0, MEAN, STD)
+
+
+# ---- the stage called directly on numpy batches (no cluster) ----------------------------------------------------
+def _photos(n, seed=0, gray=False):
+    rng = np.random.default_rng(seed)
+    shape = (lambda h, w: (h, w)) if gray else (lambda h, w: (h, w, 3))
+    return [rng.integers(0, 256, shape(*(int(v) for v in rng.integers(60, 121, 2))), dtype=np.uint8) for _ in range(n)]
+
+
+def test_seed_without_a_key_column_raises_instead_of_repeating_across_actors():
+    # every actor would otherwise start the same stream: the same crops on every actor
+    stage = tensorops.ray.ResizedCropMirrorNormalize(SIZE, MEAN, STD, seed=3)
+    with pytest.raises(ValueError, match=r"seed=3 needs a key column .*key_column=.*the batch has \['image'\]"):
+        stage({"image": np.array(_photos(2), dtype=object)})
+    keyed = stage({"image": np.array(_photos(2), dtype=object), "id": np.array([10, 11])})["image"]
+    assert keyed.shape == (2, 3, SIZE, SIZE)
+    # eval draws nothing, and seed=None draws fresh entropy per process: neither needs a key
+    tensorops.ray.ResizedCropMirrorNormalize(SIZE, MEAN, STD, train=False, seed=3)({"image": _photos(2)})
+    tensorops.ray.ResizedCropMirrorNormalize(SIZE, MEAN, STD)({"image": _photos(2)})
+
+
+@pytest.mark.parametrize("gray", [True, False])
+def test_empty_batch_keeps_the_channels_of_its_column(gray):
+    stage = tensorops.ray.ResizedCropMirrorNormalize(SIZE, [0.5] if gray else MEAN, [0.2] if gray else STD,
+                                                     train=False)
+    empty = np.zeros((0, 70, 90) if gray else (0, 70, 90, 3), np.uint8)  # what a fixed-shape numpy column gives
+    out = stage({"image": empty, "path": np.array([], dtype=object)})["image"]
+    full = stage({"image": np.zeros((1, 70, 90) if gray else (1, 70, 90, 3), np.uint8),
+                  "path": np.array(["a.jpg"], dtype=object)})["image"]
+    assert out.shape == (0, *full.shape[1:]) == (0, 1 if gray else 3, SIZE, SIZE)
+    assert out.dtype == full.dtype
+
+
+def test_rows_that_are_not_images_name_their_path():
+    stage = tensorops.ray.ResizedCropMirrorNormalize(SIZE, MEAN, STD, train=False)
+    column = np.empty(3, dtype=object)
+    column[:] = [_photos(1)[0], "not an image", _photos(1)[0]]
+    with pytest.raises(TypeError, match=r"path='b.jpg': an image must be a numeric array"):
+        stage({"image": column, "path": np.array(["a.jpg", "b.jpg", "c.jpg"], dtype=object)})
+    column[1] = np.zeros(5, np.uint8)
+    with pytest.raises(ValueError, match=r"path='b.jpg': an image must be an \(H, W\) or \(H, W, C\) array"):
+        stage({"image": column, "path": np.array(["a.jpg", "b.jpg", "c.jpg"], dtype=object)})
