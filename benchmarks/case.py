@@ -60,6 +60,9 @@ class Case:
     # absolute tolerance of the check against eager, for rows whose native spelling rounds differently (None:
     # timing.check_same's default); the row's notes say why
     check_atol: Optional[float] = None
+    # optional packages the row's columns import (e.g. "torchvision" for rows whose eager column is torchvision
+    # v2): where one is not installed the harness skips the row and says which package it needs
+    requires: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.times = self.times or self.op

@@ -7,7 +7,7 @@ imports back.
 from __future__ import annotations
 
 import gc
-import importlib
+import importlib.util
 import os
 import sys
 import time
@@ -80,6 +80,32 @@ def collect_cases(device: torch.device, grid: str, ops: Sequence[str]) -> List[C
     return cases
 
 
+def missing_packages(case: Case) -> List[str]:
+    """The optional packages ``case`` needs that are not installed (found without importing them)."""
+    return [name for name in case.requires if importlib.util.find_spec(name) is None]
+
+
+def drop_unavailable(plan: List[Tuple[torch.device, Case]], say: Callable[[str], None]
+                     ) -> Tuple[List[Tuple[torch.device, Case]], List[Dict[str, Any]]]:
+    """The plan without the rows whose optional packages are missing, and one record per skipped op and package
+    (said once each, so a run on a bare install says what it left out and how to get it)."""
+    kept: List[Tuple[torch.device, Case]] = []
+    skipped: Dict[Tuple[str, str], int] = {}
+    for dev, case in plan:
+        missing = missing_packages(case)
+        if missing:
+            key = (case.op, ",".join(missing))
+            skipped[key] = skipped.get(key, 0) + 1
+        else:
+            kept.append((dev, case))
+    records = []
+    for (op, packages), count in skipped.items():
+        say(f"skipped {count} {op} row(s): they need {packages} (not installed; pip install "
+            f"--no-build-isolation -e '.[torchvision]' adds the torchvision paired with your torch)")
+        records.append({"op": op, "rows": count, "needs": packages})
+    return kept, records
+
+
 def _parallel_stats() -> Dict[str, int]:
     """The CPU thread policy's decision counts so far (tensorops._C.parallel_stats), {} without the extension."""
     import tensorops
@@ -137,6 +163,7 @@ def run(
         if dev.type == "cuda" and not torch.cuda.is_available():
             raise RuntimeError("--device cuda was asked for but torch sees no CUDA GPU")
         plan += [(dev, c) for c in collect_cases(dev, grid, ops)]
+    plan, skipped_rows = drop_unavailable(plan, say)
 
     stem = None
     if out_dir is not None:
@@ -156,6 +183,7 @@ def run(
         "compile": do_compile,
         "copy_baseline": "dst.copy_(src) of uint8 buffers holding half the row's bytes each, same device, same run",
         "rows_planned": len(plan),
+        "rows_skipped": skipped_rows,
     })
 
     copy = CopyBaseline(mrt, MIN_SAMPLES[grid])

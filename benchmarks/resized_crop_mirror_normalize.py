@@ -102,6 +102,7 @@ def _case(n: int, lo: int, hi: int, crop: int, label: str, train: bool = True,
         eager_expr=f"torchvision v2 per image: {how}, to_dtype(float32, scale=True), normalize; torch.stack",
         compile_grids=tuple(compile_grids),
         check_atol=steps * ONE_STEP,
+        requires=("torchvision",),
         notes=f"photo-like images; checked within {steps} uint8 step(s) (torchvision rounds the resized pixels to uint8)",
     )
 

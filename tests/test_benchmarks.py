@@ -118,6 +118,19 @@ def test_a_row_for_an_op_the_registry_does_not_place_here_is_an_error(monkeypatc
         harness.benchmarked_ops()
 
 
+def test_rows_needing_a_missing_package_are_skipped_and_said(monkeypatch, capsys):
+    # what the Quickstart's demo meets on a bare install: no torchvision, so its rows go, saying why
+    needy = [_bogus_case("normalize"), _bogus_case("normalize")]
+    for case in needy:
+        case.requires = ("tensorops_no_such_package",)
+    plain = _bogus_case("normalize")
+    monkeypatch.setattr(bench_normalize, "cases", lambda device, grid: [*needy, plain])
+    result = harness.run(devices=["cpu"], grid="smoke", ops=["normalize"], do_compile=False, progress=False)
+    assert len(result["rows"]) == 1
+    assert result["meta"]["rows_skipped"] == [{"op": "bogus", "rows": 2, "needs": "tensorops_no_such_package"}]
+    assert "skipped 2 bogus row(s): they need tensorops_no_such_package" in capsys.readouterr().out
+
+
 def test_ops_come_from_the_registry():
     ops = harness.benchmarked_ops()
     assert ops and set(ops) <= set(registry.OPS)
