@@ -54,3 +54,18 @@ def unaligned(shape, dtype, device, low=0, high=256) -> torch.Tensor:
     else:
         flat = torch.randint(low, high, (n + 1,), device=device).to(dtype)
     return flat[1:].view(shape)
+
+
+def call_batch_forms(op: str, check: Callable[..., None], device: torch.device, images: int, **many) -> None:
+    """The calls every batch op makes: ``images`` images (past the kernel-parameter table, so the per-sample table
+    goes through a device buffer; ``many``: the check's extra arguments), a float batch and a permuted one."""
+    def many_images():
+        check([torch.randint(0, 256, (3, 12, 10 + k % 3), dtype=torch.uint8, device=device) for k in range(images)],
+              what=f"{images} images", **many)
+    call(f"{op} {images} images (device-side sample table)", many_images)
+
+    def batch():
+        x = torch.randn(5, 3, 12, 11, device=device)
+        check(x, dtype=torch.float64, what="batch")
+        check(x.permute(0, 2, 3, 1), dim=-1, what="permuted batch")
+    call(f"{op} a float batch and a permuted one", batch)

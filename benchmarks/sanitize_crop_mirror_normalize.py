@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 import tensorops
-from benchmarks.sanitize_base import MEAN, STD, call, close, unaligned
+from benchmarks.sanitize_base import MEAN, STD, call, call_batch_forms, close, unaligned
 
 
 def run_crop_mirror_normalize(device: torch.device) -> None:
@@ -37,16 +37,7 @@ def run_crop_mirror_normalize(device: torch.device) -> None:
               fmt=torch.channels_last, dtype=torch.float16, what="HWC")
     call("crop_mirror_normalize HWC x[1:] images -> channels_last fp16 with a padded channel", hwc)
 
-    def many():  # past the kernel-parameter table: the per-sample table goes through a device buffer
-        check([torch.randint(0, 256, (3, 12, 10 + k % 3), dtype=torch.uint8, device=device) for k in range(61)],
-              what="61 images")
-    call("crop_mirror_normalize 61 images (device-side sample table)", many)
-
-    def batch():
-        x = torch.randn(5, 3, 12, 11, device=device)
-        check(x, dtype=torch.float64, what="batch")
-        check(x.permute(0, 2, 3, 1), dim=-1, what="permuted batch")
-    call("crop_mirror_normalize a float batch and a permuted one", batch)
+    call_batch_forms("crop_mirror_normalize", check, device, 61)
 
     def empty():
         out = tensorops.crop_mirror_normalize(torch.empty(0, 3, 8, 8, device=device), MEAN, STD, size=4)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 import tensorops
-from benchmarks.sanitize_base import MEAN, STD, call, close, unaligned
+from benchmarks.sanitize_base import MEAN, STD, call, call_batch_forms, close, unaligned
 
 _MODES = {"nearest": 0, "bilinear": 1, "bicubic": 2}  # the schema's interpolation
 
@@ -59,16 +59,7 @@ def run_resized_crop_mirror_normalize(device: torch.device) -> None:
               interpolation="bicubic", antialias=False, crop_first=False, what="bicubic upscaled")
     call("resized_crop_mirror_normalize bicubic of x[1:] uint8 images, antialiased and not", bicubic)
 
-    def many():  # past the kernel-parameter table: the per-sample table goes through a device buffer
-        check([torch.randint(0, 256, (3, 12, 10 + k % 3), dtype=torch.uint8, device=device) for k in range(33)],
-              antialias=False, what="33 images")
-    call("resized_crop_mirror_normalize 33 images (device-side sample table)", many)
-
-    def batch():
-        x = torch.randn(5, 3, 12, 11, device=device)
-        check(x, dtype=torch.float64, what="batch")
-        check(x.permute(0, 2, 3, 1), dim=-1, what="permuted batch")
-    call("resized_crop_mirror_normalize a float batch and a permuted one", batch)
+    call_batch_forms("resized_crop_mirror_normalize", check, device, 33, antialias=False)
 
     def backward():
         ims = [torch.randn(3, 9 + k, 8, device=device, requires_grad=True) for k in range(3)]

@@ -9,13 +9,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-try:
-    import ray  # noqa: F401  (the stage runs inside ray.data; imported here so a missing ray fails early and clearly)
-except ImportError as exc:  # pragma: no cover - exercised in a subprocess without ray
-    raise ImportError(
-        "tensorops.ray needs ray (Ray Data), which is not installed (" + str(exc) + "). Install it with "
-        "pip install 'tensorops[ray]' (pins the installed torch, so it never moves it)."
-    ) from exc
+from tensorops._optional import require
+
+# the stage runs inside ray.data; imported here so a missing ray fails early and clearly
+require("ray.data", feature="tensorops.ray", package="ray (Ray Data)", extra="ray")
 
 import numpy as np
 

@@ -9,17 +9,14 @@ from typing import Any, Dict, List, Sequence
 
 import torch
 
-try:
-    import PIL.Image
-    from torchvision import tv_tensors
-    from torchvision.transforms.v2 import Transform
-    from torchvision.transforms.v2 import functional as F
-    from torchvision.transforms.v2._utils import is_pure_tensor
-except ImportError as exc:  # pragma: no cover - exercised in a subprocess without torchvision
-    raise ImportError(
-        "tensorops.transforms needs torchvision, which is not installed (" + str(exc) + "). Install the "
-        "torchvision paired with your torch (pip install 'tensorops[torchvision]' picks it without moving torch)."
-    ) from exc
+from tensorops._optional import require
+
+require("torchvision.transforms.v2", feature="tensorops.transforms", package="torchvision", extra="torchvision")
+import PIL.Image  # noqa: E402  (torchvision needs Pillow)
+from torchvision import tv_tensors  # noqa: E402
+from torchvision.transforms.v2 import Transform  # noqa: E402
+from torchvision.transforms.v2 import functional as F  # noqa: E402
+from torchvision.transforms.v2._utils import is_pure_tensor  # noqa: E402
 
 from tensorops._checks import FLOATS, INT_SCALES, stat_numbers, where
 from tensorops.normalize import normalize as _normalize
