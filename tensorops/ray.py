@@ -61,19 +61,9 @@ class ResizedCropMirrorNormalize:
         >>> for batch in ds.iter_torch_batches(batch_size=64): batch["image"]  # (64, 3, 224, 224) float32
     """
 
-    def __init__(
-        self,
-        size: Union[int, Tuple[int, int]],
-        mean: Any,
-        std: Any,
-        *,
-        train: bool = True,
-        column: str = "image",
-        seed: Optional[int] = None,
-        epoch: int = 0,
-        key_column: Optional[str] = None,
-        **options: Any,
-    ) -> None:
+    def __init__(self, size: Union[int, Tuple[int, int]], mean: Any, std: Any, *, train: bool = True,
+                 column: str = "image", seed: Optional[int] = None, epoch: int = 0, key_column: Optional[str] = None,
+                 **options: Any) -> None:
         for name in ("generator", "dim"):
             if name in options:
                 raise TypeError(f"{_FN}{name!r} is not an option of the stage (randomness comes from seed; "

@@ -63,21 +63,10 @@ class CropMirrorNormalizeCollate(Seeded):
         >>> images, labels = next(iter(loader))  # (32, 3, 224, 224) float32, (32,)
     """
 
-    def __init__(
-        self,
-        size: Union[int, Tuple[int, int]],
-        mean: Any,
-        std: Any,
-        *,
-        train: bool = True,
-        dim: int = -3,
-        dtype: Optional[torch.dtype] = None,
-        memory_format: torch.memory_format = torch.contiguous_format,
-        pad_channels: Optional[int] = None,
-        fill: float = 0.0,
-        mirror_prob: float = 0.5,
-        generator: Optional[torch.Generator] = None,
-    ) -> None:
+    def __init__(self, size: Union[int, Tuple[int, int]], mean: Any, std: Any, *, train: bool = True, dim: int = -3,
+                 dtype: Optional[torch.dtype] = None, memory_format: torch.memory_format = torch.contiguous_format,
+                 pad_channels: Optional[int] = None, fill: float = 0.0, mirror_prob: float = 0.5,
+                 generator: Optional[torch.Generator] = None) -> None:
         self._common(_FN, size, mirror_prob, generator)
         self.mean, self.std = mean, std
         self.train, self.dim, self.dtype = bool(train), dim, dtype
@@ -143,26 +132,12 @@ class ResizedCropMirrorNormalizeCollate(Seeded):
         >>> images, labels = next(iter(loader))  # (32, 3, 224, 224) float32, (32,)
     """
 
-    def __init__(
-        self,
-        size: Union[int, Tuple[int, int]],
-        mean: Any,
-        std: Any,
-        *,
-        train: bool = True,
-        scale: Tuple[float, float] = (0.08, 1.0),
-        ratio: Tuple[float, float] = (3.0 / 4.0, 4.0 / 3.0),
-        resize_size: Optional[int] = None,
-        interpolation: Any = "bilinear",
-        antialias: bool = True,
-        mirror_prob: float = 0.5,
-        generator: Optional[torch.Generator] = None,
-        dim: int = -3,
-        dtype: Optional[torch.dtype] = None,
-        memory_format: torch.memory_format = torch.contiguous_format,
-        pad_channels: Optional[int] = None,
-        fill: float = 0.0,
-    ) -> None:
+    def __init__(self, size: Union[int, Tuple[int, int]], mean: Any, std: Any, *, train: bool = True,
+                 scale: Tuple[float, float] = (0.08, 1.0), ratio: Tuple[float, float] = (3.0 / 4.0, 4.0 / 3.0),
+                 resize_size: Optional[int] = None, interpolation: Any = "bilinear", antialias: bool = True,
+                 mirror_prob: float = 0.5, generator: Optional[torch.Generator] = None, dim: int = -3,
+                 dtype: Optional[torch.dtype] = None, memory_format: torch.memory_format = torch.contiguous_format,
+                 pad_channels: Optional[int] = None, fill: float = 0.0) -> None:
         self._common(_RFN, size, mirror_prob, generator)
         if not (len(scale) == 2 and 0 < scale[0] <= scale[1]):
             raise ValueError(f"{_RFN}scale must be (min, max) with 0 < min <= max, got {scale!r}")
