@@ -328,7 +328,8 @@ def test_collate_eval_is_centred():
 def test_collate_in_a_dataloader(num_workers):
     ds = _Decoded()
 
-    def run():
+    def run():  # a repeatable run seeds torch too: DataLoader draws its workers' seeds from torch's RNG
+        torch.manual_seed(0)
         collate = CropMirrorNormalizeCollate((24, 22), MEAN, STD, generator=torch.Generator().manual_seed(3))
         loader = DataLoader(ds, batch_size=4, collate_fn=collate, num_workers=num_workers)
         return list(loader)
