@@ -535,13 +535,14 @@ def test_pipeline_runs_every_path_on_a_few_files(tmp_path, monkeypatch, capsys):
     # its reference paths are torchvision v2's, on PIL images: where those are absent (an extra), nothing to run
     pytest.importorskip("torchvision", reason="benchmarks.pipeline times torchvision v2's paths (an optional extra)")
     pytest.importorskip("PIL", reason="benchmarks.pipeline decodes with PIL too (torchvision's dependency)")
-    from benchmarks import pipeline
+    from benchmarks import pipeline, pipeline_paths
 
     monkeypatch.setenv(pipeline.SIMD_ENV, str(tmp_path / "no-such-python"))
     # small files and crops: the harness's plumbing, in seconds even on the extension's pure-torch fallback
-    monkeypatch.setattr(pipeline, "CROP", 16)
-    monkeypatch.setattr(pipeline, "RESIZE", 18)
-    monkeypatch.setattr(pipeline, "imagenet_like_sizes", lambda n, g: [(40 + 3 * k, 52 - k) for k in range(n)])
+    for module in (pipeline, pipeline_paths):
+        monkeypatch.setattr(module, "CROP", 16)
+    monkeypatch.setattr(pipeline_paths, "RESIZE", 18)
+    monkeypatch.setattr(pipeline_paths, "imagenet_like_sizes", lambda n, g: [(40 + 3 * k, 52 - k) for k in range(n)])
     rc = pipeline.main(["--files", "3", "--rounds", "1", "--workers", "0", "--out", str(tmp_path)])
     assert rc == 0
     data = json.loads((tmp_path / "pipeline_full.json").read_text())
