@@ -34,3 +34,34 @@ def test_docs_build(builder, tmp_path):
     """html: every page and docstring renders without a warning; doctest: every example in them runs."""
     r = _sphinx(builder, str(tmp_path / builder))
     assert r.returncode == 0, f"sphinx -b {builder} failed:\n{r.stdout[-6000:]}\n{r.stderr[-6000:]}"
+
+
+def test_generated_tables_match_results():
+    """Every table between generated-from markers in README.md and docs/, and the headline figure's data, is what
+    its results file gives (`python -m benchmarks.docs_tables` rewrites them)."""
+    from benchmarks import docs_tables
+
+    assert docs_tables.blocks("README.md"), "README.md has no generated block: its numbers would be typed"
+    assert docs_tables.stale() == [], "stale generated blocks: run python -m benchmarks.docs_tables"
+
+
+def test_generated_check_sees_an_edited_number():
+    """The check is not vacuous: one number changed by hand in a generated block makes it fail."""
+    from benchmarks import docs_tables
+
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
+    m = docs_tables.MD_BLOCK.search(text)
+    body = m.group("body")
+    edited = text[:m.start("body")] + body.replace("x", "1x", 1) + text[m.end("body"):]
+    assert docs_tables.regenerate(edited, "md") != edited
+    assert docs_tables.regenerate(text, "md") == text
+
+
+def test_readme_quickstart_is_two_bash_blocks():
+    """CI extracts and runs the two ```bash blocks under ## Quickstart: they must stay there, two of them."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
+    section = text.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    assert section.count("```bash") == 2
+    assert "## Tests" in text
