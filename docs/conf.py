@@ -59,3 +59,31 @@ suppress_warnings = []
 import importlib.util as _util  # noqa: E402
 
 autodoc_mock_imports = [m for m in ("ray", "torchvision", "PIL") if _util.find_spec(m) is None]
+
+
+def _registry_table() -> None:
+    """docs/_generated/registry.rst: tensorops.registry.OPS as a table, written at every build, so the fidelity
+    page shows exactly what tests/test_registry.py holds each op to."""
+    from tensorops.registry import OPS
+
+    cols = ["op", "drop-in for", "devices", "autograd", "forward AD", "vmap", "torch.compile", "out=",
+            "in place", "lists"]
+    yes = lambda b: "yes" if b else "no"  # noqa: E731
+    rows = [[f"``{o.name}``", o.torch_name.replace("'", "’"), ", ".join(o.devices), yes(o.autograd),
+             yes(o.forward_ad), yes(o.vmap), yes(o.compile), yes(o.out), yes(o.inplace), yes(o.tensor_list)]
+            for o in OPS.values()]
+    lines = [".. list-table::", "   :header-rows: 1", ""]
+    for r in [cols] + rows:
+        lines.append("   * - " + r[0])
+        lines += ["     - " + c for c in r[1:]]
+    out = os.path.join(ROOT, "docs", "_generated")
+    os.makedirs(out, exist_ok=True)
+    text = "\n".join(lines) + "\n"
+    path = os.path.join(out, "registry.rst")
+    if not os.path.exists(path) or open(path).read() != text:
+        with open(path, "w") as f:
+            f.write(text)
+
+
+_registry_table()
+exclude_patterns.append("_generated")
