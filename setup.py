@@ -82,6 +82,11 @@ def torchvision_extra(torch_version: str) -> list:
     return [f"torch=={base}", f"torchvision==0.{int(m.group(1)) + 15}.*" if m else "torchvision"]
 
 
+# `tensorops[docs]`: what `python docs/build.py` needs (for whoever builds the docs, not for users). Pinned so a
+# new Sphinx cannot turn a passing -W build into a failing one; Sphinx 9 needs Python 3.11+.
+DOCS_EXTRA = ["sphinx==9.0.4; python_version >= '3.11'", "docutils==0.22.4; python_version >= '3.11'"]
+
+
 def ray_extra(torch_version: str) -> list:
     """The `tensorops[ray]` extra (tensorops.ray, Ray Data stages): Ray Data plus Ray Train (iter_torch_batches
     imports it), with the torch tensorops is built against pinned, like the torchvision extra, so it never moves
@@ -165,7 +170,8 @@ def main() -> None:
         cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
         python_requires=">=3.10",
         install_requires=["torch>=2.4", "numpy"],
-        extras_require={"torchvision": torchvision_extra(torch.__version__), "ray": ray_extra(torch.__version__)},
+        extras_require={"torchvision": torchvision_extra(torch.__version__), "ray": ray_extra(torch.__version__),
+                        "docs": DOCS_EXTRA},
         zip_safe=False,
     )
 

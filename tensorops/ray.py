@@ -53,12 +53,14 @@ class ResizedCropMirrorNormalize:
     Errors (``ValueError``/``TypeError``), of the op or of a row that is not an image, are re-raised with the
     same type and the offending row's key (``path=...``), so Ray's task error names the file.
 
-    Example:
-        >>> ds = ray.data.read_images("s3://bucket/train", mode="RGB", include_paths=True)
-        >>> ds = ds.map_batches(ResizedCropMirrorNormalize, batch_format="numpy", batch_size=64, concurrency=4,
-        ...                     fn_constructor_kwargs=dict(size=224, mean=[0.485, 0.456, 0.406],
-        ...                                                std=[0.229, 0.224, 0.225], seed=0, epoch=epoch))
-        >>> for batch in ds.iter_torch_batches(batch_size=64): batch["image"]  # (64, 3, 224, 224) float32
+    Example (not run by the docs build: it needs a Ray cluster and a bucket; tests/test_ray.py runs the stage on
+    a local two-node cluster)::
+
+        ds = ray.data.read_images("s3://bucket/train", mode="RGB", include_paths=True)
+        ds = ds.map_batches(ResizedCropMirrorNormalize, batch_format="numpy", batch_size=64, concurrency=4,
+                            fn_constructor_kwargs=dict(size=224, mean=[0.485, 0.456, 0.406],
+                                                       std=[0.229, 0.224, 0.225], seed=0, epoch=epoch))
+        for batch in ds.iter_torch_batches(batch_size=64): batch["image"]  # (64, 3, 224, 224) float32
     """
 
     def __init__(self, size: Union[int, Tuple[int, int]], mean: Any, std: Any, *, train: bool = True,

@@ -2,7 +2,7 @@
 
 The tests (bad-input catalogue, properties, concurrency), ``benchmarks/sanitize_ops.py`` and the benchmark
 harness read this table instead of keeping lists of their own, so a new op joins all of them by adding one
-``OpInfo`` row here (README, "Adding an op").
+``OpInfo`` row here (docs/guides/development.rst, "Adding an op").
 """
 from __future__ import annotations
 

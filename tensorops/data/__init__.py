@@ -1,6 +1,6 @@
 """DataLoader helpers built on tensorops' kernels.
 
-* :mod:`tensorops.data.collates`: ``collate_fn``s that crop (and resize), mirror and normalize a batch in one pass;
+* :mod:`tensorops.data.collates`: ``collate_fn`` callables that crop (and resize), mirror and normalize a batch in one pass;
 * :mod:`tensorops.data.loaders`: :class:`NormalizingLoader`, normalizing uint8 batches in the consumer (CPU, or
   a CUDA device one batch ahead on a side stream);
 * :mod:`tensorops.data.boxes`: the RandomResizedCrop and Resize + CenterCrop boxes for a whole batch;

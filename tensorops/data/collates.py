@@ -57,10 +57,14 @@ class CropMirrorNormalizeCollate(Seeded):
         generator: the source of randomness (see above).
 
     Example:
+        >>> from tensorops.data import CropMirrorNormalizeCollate
+        >>> dataset = [(torch.randint(0, 256, (3, 240 + i, 250), dtype=torch.uint8), i) for i in range(8)]
         >>> collate = CropMirrorNormalizeCollate(224, [0.485, 0.456, 0.406], [0.229, 0.224, 0.225],
         ...                                      generator=torch.Generator().manual_seed(0))
-        >>> loader = torch.utils.data.DataLoader(dataset, batch_size=32, collate_fn=collate, num_workers=2)
-        >>> images, labels = next(iter(loader))  # (32, 3, 224, 224) float32, (32,)
+        >>> loader = torch.utils.data.DataLoader(dataset, batch_size=4, collate_fn=collate)  # num_workers as usual
+        >>> images, labels = next(iter(loader))
+        >>> images.shape, images.dtype, labels
+        (torch.Size([4, 3, 224, 224]), torch.float32, tensor([0, 1, 2, 3]))
     """
 
     def __init__(self, size: Union[int, Tuple[int, int]], mean: Any, std: Any, *, train: bool = True, dim: int = -3,
@@ -126,10 +130,14 @@ class ResizedCropMirrorNormalizeCollate(Seeded):
     boundary) to normalize in the consumer: :class:`tensorops.data.NormalizingLoader`.
 
     Example:
+        >>> from tensorops.data import ResizedCropMirrorNormalizeCollate
+        >>> dataset = [(torch.randint(0, 256, (3, 300 + 20 * i, 400), dtype=torch.uint8), i) for i in range(8)]
         >>> collate = ResizedCropMirrorNormalizeCollate(224, [0.485, 0.456, 0.406], [0.229, 0.224, 0.225],
         ...                                             generator=torch.Generator().manual_seed(0))
-        >>> loader = torch.utils.data.DataLoader(image_folder, batch_size=32, collate_fn=collate, num_workers=2)
-        >>> images, labels = next(iter(loader))  # (32, 3, 224, 224) float32, (32,)
+        >>> loader = torch.utils.data.DataLoader(dataset, batch_size=4, collate_fn=collate)  # or an ImageFolder
+        >>> images, labels = next(iter(loader))
+        >>> images.shape, images.dtype
+        (torch.Size([4, 3, 224, 224]), torch.float32)
     """
 
     def __init__(self, size: Union[int, Tuple[int, int]], mean: Any, std: Any, *, train: bool = True,

@@ -68,10 +68,20 @@ class NormalizingLoader:
         image_key: where the images are in each batch (0 for ``(images, labels)``).
 
     Example:
-        >>> collate = ResizedCropMirrorNormalizeCollate(224, None, None, dtype=torch.uint8)
-        >>> loader = NormalizingLoader(DataLoader(ds, batch_size=32, collate_fn=collate, num_workers=2),
-        ...                            [0.485, 0.456, 0.406], [0.229, 0.224, 0.225], device="cuda")
-        >>> for images, labels in loader: ...  # float32 (32, 3, 224, 224) on the GPU
+        >>> from torch.utils.data import DataLoader
+        >>> from tensorops.data import NormalizingLoader, ResizedCropMirrorNormalizeCollate
+        >>> ds = [(torch.randint(0, 256, (3, 300, 400), dtype=torch.uint8), 0) for _ in range(8)]
+        >>> collate = ResizedCropMirrorNormalizeCollate(224, None, None, dtype=torch.uint8)  # uint8 batches
+        >>> loader = NormalizingLoader(DataLoader(ds, batch_size=4, collate_fn=collate),
+        ...                            [0.485, 0.456, 0.406], [0.229, 0.224, 0.225])       # on the CPU
+        >>> [(images.dtype, tuple(images.shape)) for images, labels in loader]
+        [(torch.float32, (4, 3, 224, 224)), (torch.float32, (4, 3, 224, 224))]
+
+        With ``device="cuda"`` each batch is copied from pinned memory and normalized on a side stream, one
+        batch ahead (skipped here: it needs a GPU)::
+
+            loader = NormalizingLoader(DataLoader(ds, batch_size=32, collate_fn=collate, num_workers=2),
+                                       [0.485, 0.456, 0.406], [0.229, 0.224, 0.225], device="cuda")
     """
 
     _cuda = _CudaStreams
