@@ -11,10 +11,12 @@
 #endif
 #define TENSOROPS_DEFINE_LIBRARY(ns, m) TORCH_LIBRARY(ns, m)
 
-// An op's out= overload: `<op>.out(<the op's arguments>, *, Tensor(a!) out) -> Tensor(a!)`, tagged torch.Tag.out
+// An op's out= form: `<op>_out(<the op's arguments>, *, Tensor(a!) out) -> Tensor(a!)`, tagged torch.Tag.out
 // (torch.compile functionalizes it, autograd refuses it as torch refuses out= with inputs that require grad).
-// The kernel writes `out` itself, after checking it (shape, dtype, device, no overlap) before any work.
-#define TENSOROPS_DEF_OUT(m, name, args) m.def(name ".out(" args ", *, Tensor(a!) out) -> Tensor(a!)", {at::Tag::out})
+// The kernel writes `out` itself, after checking it (shape, dtype, device, no overlap) before any work. An op of its
+// own, not an `.out` overload: Inductor (torch 2.14) swaps a functional op for an `.out` overload of its packet and
+// then passes float[] arguments flattened (tensorops::normalize.out got 12 arguments), so it must not find one.
+#define TENSOROPS_DEF_OUT(m, name, args) m.def(name "_out(" args ", *, Tensor(a!) out) -> Tensor(a!)", {at::Tag::out})
 
 TENSOROPS_DEFINE_LIBRARY(TENSOROPS_LIBRARY, m) {
   // ----- normalize (tensorops/normalize.py) -----------------------------------------------------------------

@@ -343,7 +343,7 @@ def check_out(fn: str, out: object, shape: Sequence[int], dtype: torch.dtype, de
     requires grad (torch's words: out= forms are not differentiable), a strided tensor of the result's shape,
     dtype and device, no two elements of it in one memory location, and none shared with an input (the kernels
     write ``out`` directly while they read the inputs). Shared by every op that takes out= and by the fake kernels
-    of the ``.out`` overloads; the C++ entries check the same (csrc/include/tensorops/out_host.h) for direct calls."""
+    of the ``_out`` ops; the C++ entries check the same (csrc/include/tensorops/out_host.h) for direct calls."""
     if not isinstance(out, torch.Tensor):
         raise TypeError(where(fn) + f"out must be a tensor, got {type(out).__name__}")
     if torch.is_grad_enabled() and (out.requires_grad or any(t is not None and t.requires_grad for t in inputs)):

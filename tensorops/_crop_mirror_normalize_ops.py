@@ -20,12 +20,12 @@ def _call(images: Union[torch.Tensor, List[torch.Tensor]], args: tuple, direct: 
           kind: str = CMN, out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """The batch or list op ``kind`` on ``images`` with the rest of its arguments ``args``: below autograd when
     no derivative can be needed, through :class:`_CropMirrorNormalize` otherwise (``direct``: the op itself, as
-    a torch.library batching rule calls it). ``out``: its ``.out`` overload writes into out (checked by the
+    a torch.library batching rule calls it). ``out``: its ``_out`` op writes into out (checked by the
     caller, _checks.check_out)."""
-    packet = getattr(torch.ops.tensorops, kind if isinstance(images, torch.Tensor) else kind + "_list")
+    name = kind if isinstance(images, torch.Tensor) else kind + "_list"
     if out is not None:
-        return _routing.call_out(packet.out, (images, *args), out)
-    op = packet.default
+        return _routing.call_out(getattr(torch.ops.tensorops, name + "_out").default, (images, *args), out)
+    op = getattr(torch.ops.tensorops, name).default
     if direct:
         return op(images, *args)
     return _routing.call(op, _CropMirrorNormalize, _apply_args(images, *args, kind=kind), (images, *args))
@@ -181,7 +181,7 @@ def _register() -> None:
                            memory_format=memory_format)
 
     def out_fake(fake, kind):
-        # the .out overloads: out checked as the wrappers check it, and returned
+        # the _out ops: out checked as the wrappers check it, and returned
         def fake_out(images, *args, out):
             want = fake(images, *args)
             return _checks.check_out(kind, out, want.shape, want.dtype, want.device)
@@ -191,7 +191,7 @@ def _register() -> None:
         to_apply = functools.partial(_apply_args, kind=kind)
         for name in (kind, kind + "_list"):
             torch.library.register_fake(lib + name, fake)
-            torch.library.register_fake(lib + name + ".out", out_fake(fake, kind))
+            torch.library.register_fake(lib + name + "_out", out_fake(fake, kind))
             _extension.register_out_autograd(name)
             _extension.register_autograd_function(name, _CropMirrorNormalize, to_apply)
             torch.library.register_vmap(lib + name, functools.partial(_vmap_rule, kind=kind))

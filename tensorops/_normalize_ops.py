@@ -20,12 +20,12 @@ def _register() -> None:
     def _(input, mean, std, scale, dtype, memory_format):
         return torch.empty_like(input, dtype=dtype, memory_format=memory_format)
 
-    # the .out overloads: out checked as the wrapper checks it, and returned
-    @torch.library.register_fake(lib + "normalize.out")
+    # the _out ops: out checked as the wrapper checks it, and returned
+    @torch.library.register_fake(lib + "normalize_out")
     def _(input, mean, std, dim, scale, dtype, memory_format, *, out):
         return _checks.check_out("normalize", out, input.shape, dtype, input.device)
 
-    @torch.library.register_fake(lib + "normalize_tensor.out")
+    @torch.library.register_fake(lib + "normalize_tensor_out")
     def _(input, mean, std, scale, dtype, memory_format, *, out):
         return _checks.check_out("normalize", out, input.shape, dtype, input.device)
 

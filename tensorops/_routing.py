@@ -108,9 +108,9 @@ def forward_below_autograd(opname: str):
 
 
 def call_out(op, args: tuple, out: torch.Tensor) -> torch.Tensor:
-    """Runs an op's ``.out`` overload on checked arguments (``_checks.check_out``: nothing requires grad) and
+    """Runs an op's ``<op>_out`` op on checked arguments (``_checks.check_out``: nothing requires grad) and
     returns ``out``: below autograd in plain eager, with ``out``'s version counter bumped as torch's in-place
-    kernels bump it; through the dispatcher (the overload's autograd kernel, :func:`_extension.register_out_autograd`)
+    kernels bump it; through the dispatcher (the op's autograd kernel, :func:`_extension.register_out_autograd`)
     under torch.compile, forward AD or a torch.func transform."""
     if not _extension.plain_eager():
         return op(*args, out=out)

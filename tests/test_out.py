@@ -1,9 +1,9 @@
 """out= on normalize, crop_mirror_normalize and resized_crop_mirror_normalize: the kernels write ``out`` itself.
 
 ``out`` is checked before any work (shape, dtype, device, memory overlap, autograd: errors naming ``out``), then
-the ``.out`` overload of the op (``torch.ops.tensorops.<op>.out``, tagged torch.Tag.out) writes it: no full-size
+the op's out form (``torch.ops.tensorops.<op>_out``, tagged torch.Tag.out) writes it: no full-size
 temporary is allocated and nothing is copied (the profiler sees neither), its storage stays the caller's, and the
-overloads pass opcheck and trace under torch.compile(fullgraph=True). Strided views with gaps take one temporary.
+out ops pass opcheck and trace under torch.compile(fullgraph=True). Strided views with gaps take one temporary.
 """
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def test_out_overlapping_an_input_is_refused():
         tensorops.resized_crop_mirror_normalize(images, MEAN, STD, size=8, out=images)
     # the C++ check guards direct calls of the overloads
     with pytest.raises(RuntimeError, match=r"tensorops: out: shares memory"):
-        torch.ops.tensorops.normalize.out(x, MEAN, STD, 1, 1.0, torch.float32, torch.preserve_format, out=x)
+        torch.ops.tensorops.normalize_out.default(x, MEAN, STD, 1, 1.0, torch.float32, torch.preserve_format, out=x)
 
 
 def test_out_refuses_autograd_like_torch():
@@ -152,7 +152,7 @@ def test_out_refuses_autograd_like_torch():
     with pytest.raises(RuntimeError, match=msg):
         tensorops.resized_crop_mirror_normalize(x, MEAN, STD, size=8, out=o)
     with pytest.raises(RuntimeError, match=msg):  # the overload's own autograd kernel, for direct calls
-        torch.ops.tensorops.normalize.out(x, MEAN, STD, 1, 1.0, torch.float32, torch.preserve_format, out=o)
+        torch.ops.tensorops.normalize_out.default(x, MEAN, STD, 1, 1.0, torch.float32, torch.preserve_format, out=o)
     with torch.no_grad():
         assert tensorops.normalize(x, MEAN, STD, out=o) is o
     torch.testing.assert_close(o, reference.normalize(x.detach(), MEAN, STD, dim=1, scale=1.0, dtype=torch.float32))
@@ -192,7 +192,7 @@ OP_SAMPLES = _op_samples()
 @pytest.mark.parametrize("sample", OP_SAMPLES, ids=[s[0] for s in OP_SAMPLES])
 def test_out_overloads_opcheck(sample):
     name, args, shape = sample
-    op = getattr(torch.ops.tensorops, name).out
+    op = getattr(torch.ops.tensorops, name + "_out").default
     assert torch.Tag.out in op.tags
     out = torch.empty(shape)
     torch.library.opcheck(op, args, {"out": out})
@@ -204,7 +204,7 @@ def test_out_overloads_opcheck(sample):
 @pytest.mark.parametrize("sample", OP_SAMPLES, ids=[s[0] for s in OP_SAMPLES])
 def test_out_overloads_check_out_in_cpp(sample):
     name, args, shape = sample
-    op = getattr(torch.ops.tensorops, name).out
+    op = getattr(torch.ops.tensorops, name + "_out").default
     with pytest.raises(ValueError, match=r"tensorops: out: has shape"):
         op(*args, out=torch.empty(shape[:-1] + (shape[-1] + 2,)))
     with pytest.raises(TypeError, match=r"tensorops: out: is Double but the result is Float"):
@@ -227,8 +227,8 @@ def test_compile_fullgraph_with_out(case):
     torch.testing.assert_close(out, call())
     torch.testing.assert_close(r, out)  # (AOT returns its functional result for a mutated input's alias)
     targets = [n.target for g in graphs for n in g.graph.nodes if n.op == "call_function"]
-    assert any(isinstance(t, torch._ops.OpOverload) and t.namespace == "tensorops" and t._overloadname == "out"
-               for t in targets), f"{name}: the compiled graph does not call an .out overload: {targets}"
+    assert any(isinstance(t, torch._ops.OpOverload) and t.namespace == "tensorops" and t._opname.endswith("_out")
+               for t in targets), f"{name}: the compiled graph does not call an _out op: {targets}"
     assert torch.ops.aten.copy_.default not in targets and "copy_" not in [getattr(t, "__name__", "") for t in targets]
 
 
@@ -238,3 +238,14 @@ def test_out_values_on_each_device(device):
         out = torch.empty(shape, device=device)
         assert call(out) is out, name
         torch.testing.assert_close(out, call(), msg=name)
+
+
+def test_registry_out_overloads_are_registered_and_tagged():
+    from tensorops.registry import OPS
+
+    rows = [op for op in OPS.values() if op.out_overloads]
+    assert {op.name for op in rows} == {"normalize", "crop_mirror_normalize", "resized_crop_mirror_normalize"}
+    for op in rows:
+        assert op.out and set(op.out_overloads) <= set(op.schemas)
+        for s in op.out_overloads:
+            assert torch.Tag.out in getattr(torch.ops.tensorops, s + "_out").default.tags

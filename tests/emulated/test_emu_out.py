@@ -1,4 +1,4 @@
-"""The .out overloads of normalize, normalize_tensor, crop_mirror_normalize(_list) and
+"""The _out ops of normalize, normalize_tensor, crop_mirror_normalize(_list) and
 resized_crop_mirror_normalize(_list) on the emulated device: the CUDA launch code writes the caller's `out`
 itself (its storage, no temporary and no copy) in every layout it writes, and a strided view with gaps through one
 temporary (csrc/include/tensorops/out_host.h)."""
@@ -33,7 +33,7 @@ def test_normalize_out(emu, layout):
     x = _u8((2, 3, 8, 12))
     ((_, out),) = _outs(tuple(x.shape), [layout])
     ptr = out.data_ptr()
-    r = ops().normalize.out(x, MEAN, STD, -3, 1 / 255, torch.float32, torch.preserve_format, out=out)
+    r = ops().normalize_out(x, MEAN, STD, -3, 1 / 255, torch.float32, torch.preserve_format, out=out)
     assert r is out and out.data_ptr() == ptr
     want = reference.normalize(x, MEAN, STD, dim=1, scale=1 / 255, dtype=torch.float32)
     torch.testing.assert_close(out, want, **TOL)
@@ -44,7 +44,7 @@ def test_normalize_tensor_out_and_many_channels(emu):
     x = _u8((2, 3, 5, 7), seed=1)
     m, s = torch.rand(2, 3, 1, 1), torch.rand(2, 3, 1, 1) + 0.5
     out = torch.empty(2, 3, 5, 7).contiguous(memory_format=torch.channels_last)
-    r = ops().normalize_tensor.out(x, m, s, 1 / 255, torch.float32, torch.preserve_format, out=out)
+    r = ops().normalize_tensor_out(x, m, s, 1 / 255, torch.float32, torch.preserve_format, out=out)
     assert r is out
     torch.testing.assert_close(out, reference.normalize(x, m, s, dim=1, scale=1 / 255, dtype=torch.float32), **TOL)
     # more channels than travel by value: the uploaded-table path writes out too
@@ -52,7 +52,7 @@ def test_normalize_tensor_out_and_many_channels(emu):
     x = _u8((1, c, 3, 4), seed=2)
     mean, std = [i / 100 for i in range(c)], [0.5 + i / 200 for i in range(c)]
     out = torch.empty(1, c, 3, 4)
-    ops().normalize.out(x, mean, std, 1, 1 / 255, torch.float32, torch.preserve_format, out=out)
+    ops().normalize_out(x, mean, std, 1, 1 / 255, torch.float32, torch.preserve_format, out=out)
     torch.testing.assert_close(out, reference.normalize(x, mean, std, dim=1, scale=1 / 255), **TOL)
 
 
@@ -62,10 +62,10 @@ def test_normalize_out_bad_out_raises_before_launch(emu):
                               (torch.empty(2, 3, 4, 4, dtype=torch.float64), TypeError, "out: is"),
                               (torch.empty(1).expand(2, 3, 4, 4), RuntimeError, "out: more than one element")]:
         with pytest.raises(err, match=pattern):
-            ops().normalize.out(x, MEAN, STD, -3, 1 / 255, torch.float32, torch.preserve_format, out=out)
+            ops().normalize_out(x, MEAN, STD, -3, 1 / 255, torch.float32, torch.preserve_format, out=out)
     y = torch.rand(2, 3, 4, 4)
     with pytest.raises(RuntimeError, match="out: shares memory"):
-        ops().normalize.out(y, MEAN, STD, -3, 1.0, torch.float32, torch.preserve_format, out=y)
+        ops().normalize_out(y, MEAN, STD, -3, 1.0, torch.float32, torch.preserve_format, out=y)
     assert launches(emu) == []
 
 
@@ -78,7 +78,7 @@ def test_crop_mirror_normalize_out(emu, layout):
     ((_, out),) = _outs((3, 4, 16, 16), [layout])
     ptr = out.data_ptr()
     args = (mean, std, top_left, mirror, [16, 16])
-    r = ops().crop_mirror_normalize_list.out(images, *args, -3, 1 / 255, torch.float32, torch.contiguous_format, 4,
+    r = ops().crop_mirror_normalize_list_out(images, *args, -3, 1 / 255, torch.float32, torch.contiguous_format, 4,
                                              0.5, True, out=out)
     assert r is out and out.data_ptr() == ptr
     want = reference.crop_mirror_normalize(images, *args, dim=-3, scale=1 / 255, dtype=torch.float32,
@@ -96,7 +96,7 @@ def test_resized_crop_mirror_normalize_out(emu, layout):
     mean, std = torch.rand(1, 3), torch.rand(1, 3) + 0.5
     ((_, out),) = _outs((3, 3, 6, 5), [layout])
     ptr = out.data_ptr()
-    r = ops().resized_crop_mirror_normalize.out(x, mean, std, boxes, mirror, [6, 5], -3, 1 / 255, 1, True, True,
+    r = ops().resized_crop_mirror_normalize_out(x, mean, std, boxes, mirror, [6, 5], -3, 1 / 255, 1, True, True,
                                                 torch.float32, torch.contiguous_format, 3, 0.0, False, out=out)
     assert r is out and out.data_ptr() == ptr
     want = reference.resized_crop_mirror_normalize(

@@ -26,7 +26,7 @@ at::Tensor normalize_tensor_with(const at::Tensor& input, const at::Tensor& mean
 
 // A device's normalize is Normalize(input, mean, std, dim, scale, dtype, memory_format, out) and its normalize_tensor
 // NormalizeTensor(input, mean, std, scale, dtype, memory_format, out), with out nullptr for the functional ops:
-// these are the functional ops and their .out overloads (the result written into `out`, no full-size temporary).
+// these are the functional ops and their _out ops (the result written into `out`, no full-size temporary).
 template <auto Normalize>
 at::Tensor normalize_op(const at::Tensor& input, c10::ArrayRef<double> mean, c10::ArrayRef<double> std, int64_t dim,
                         double scale, at::ScalarType dtype, at::MemoryFormat memory_format) {
@@ -59,9 +59,9 @@ at::Tensor& normalize_tensor_out(const at::Tensor& input, const at::Tensor& mean
 template <auto Normalize, auto NormalizeTensor>
 void register_forward(torch::Library& m) {
   m.impl("normalize", &normalize_op<Normalize>);
-  m.impl("normalize.out", &normalize_out<Normalize>);
+  m.impl("normalize_out", &normalize_out<Normalize>);
   m.impl("normalize_tensor", &normalize_tensor_op<NormalizeTensor>);
-  m.impl("normalize_tensor.out", &normalize_tensor_out<NormalizeTensor>);
+  m.impl("normalize_tensor_out", &normalize_tensor_out<NormalizeTensor>);
 }
 
 template <auto NormalizeTensorBackward>

@@ -51,14 +51,14 @@ at::Tensor& entry_out(Images images, const at::Tensor& mean, const at::Tensor& s
   return out;
 }
 
-// Registers resized_crop_mirror_normalize and resized_crop_mirror_normalize_list, and their .out overloads, in a
+// Registers resized_crop_mirror_normalize and resized_crop_mirror_normalize_list, and their _out ops, in a
 // TORCH_LIBRARY_IMPL block.
 template <Run run>
 void register_ops(torch::Library& m) {
   m.impl("resized_crop_mirror_normalize", &entry<run, const at::Tensor&>);
   m.impl("resized_crop_mirror_normalize_list", &entry<run, at::TensorList>);
-  m.impl("resized_crop_mirror_normalize.out", &entry_out<run, const at::Tensor&>);
-  m.impl("resized_crop_mirror_normalize_list.out", &entry_out<run, at::TensorList>);
+  m.impl("resized_crop_mirror_normalize_out", &entry_out<run, const at::Tensor&>);
+  m.impl("resized_crop_mirror_normalize_list_out", &entry_out<run, at::TensorList>);
 }
 
 }  // namespace resize_entries
