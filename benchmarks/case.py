@@ -23,7 +23,8 @@ class Bench:
     ``eager`` and ``tensorops`` are functions of ``*args``; ``torch.compile(eager)`` is the compiled column.
     ``run(fn)`` turns one of them into the timed no-argument statement (default: ``fn(*args)``; the
     forward+backward rows wrap it with ``torch.autograd.grad``). ``extras`` are further no-argument statements
-    timed in the same row (a reference copy, another native spelling of the op).
+    timed in the same row (a reference copy, another native spelling of the op); ``paired`` ones are timed in
+    the same interleaved rounds as the columns.
     """
 
     eager: Callable[..., Any]
@@ -31,6 +32,10 @@ class Bench:
     args: Tuple[Any, ...]
     run: Optional[Callable[[Callable[..., Any]], Callable[[], Any]]] = None
     extras: Dict[str, Callable[[], Any]] = dataclasses.field(default_factory=dict)
+    # further no-argument statements timed interleaved with the columns, round by round (a variant of the
+    # tensorops call, e.g. with out=, whose ratio to it must not be blurred by the machine's load); their
+    # medians join extras_s, their spreads spread_s, and their per-round ratios to tensorops paired_ratio_spread
+    paired: Dict[str, Callable[[], Any]] = dataclasses.field(default_factory=dict)
 
     def stmt(self, fn: Callable[..., Any]) -> Callable[[], Any]:
         if self.run is not None:

@@ -46,7 +46,11 @@ def _make(n: int, lo: int, hi: int, crop: int, batch_tensor: bool):
             return tensorops.crop_mirror_normalize(images, MEAN, STD, size=(crop, crop), top_left=top_left,
                                                    mirror=mirror)
 
-        return Bench(eager=eager, tensorops=tops, args=(images, mean, std))
+        # the same call writing a preallocated batch (out=), timed in the same interleaved rounds
+        result = torch.empty(n, 3, crop, crop, device=device)
+        paired = {"tensorops out=": lambda: tensorops.crop_mirror_normalize(
+            images, MEAN, STD, size=(crop, crop), top_left=top_left, mirror=mirror, out=result)}
+        return Bench(eager=eager, tensorops=tops, args=(images, mean, std), paired=paired)
 
     return make
 

@@ -73,7 +73,12 @@ def _make(sizes: Sequence[Tuple[int, int]], boxes: torch.Tensor, mirror: torch.T
                                                            mirror=mirror if train else None, crop_first=train,
                                                            interpolation=interpolation)
 
-        return Bench(eager=eager, tensorops=tops, args=(images,))
+        # the same call writing a preallocated batch (out=), timed in the same interleaved rounds
+        result = torch.empty(len(sizes), 3, crop, crop, device=device)
+        paired = {"tensorops out=": lambda: tensorops.resized_crop_mirror_normalize(
+            images, MEAN, STD, size=crop, boxes=boxes, mirror=mirror if train else None, crop_first=train,
+            interpolation=interpolation, out=result)}
+        return Bench(eager=eager, tensorops=tops, args=(images,), paired=paired)
 
     return make
 

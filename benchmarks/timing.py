@@ -215,6 +215,8 @@ def run_case(
         stmts["compile"] = compiled_stmt
     if not check.startswith("error: tensorops") and not check.startswith("error: native"):
         stmts["tensorops"] = tops_stmt
+    if "tensorops" in stmts:
+        stmts.update(bench.paired)
     samples = measure_interleaved(stmts, min_run_time, rounds) if stmts else {}
     for k, xs in samples.items():
         times[k] = _quantile(xs, 0.5)
@@ -226,6 +228,10 @@ def run_case(
         return [a / b for a, b in zip(samples[k], samples["tensorops"]) if b > 0]
 
     extras = {name: measure(stmt, min_run_time, min_samples) for name, stmt in bench.extras.items()}
+    extras.update({name: times[name] for name in bench.paired if name in times})
+    # per round, the paired statement's time over tensorops' (1.0: as fast; below: faster)
+    paired_ratios = {name: spread([a / b for a, b in zip(samples[name], samples["tensorops"]) if b > 0])
+                     for name in bench.paired if name in samples and "tensorops" in samples}
     del bench, eager_stmt, tops_stmt
     copy_s = copy(device, case.nbytes)
 
@@ -255,6 +261,7 @@ def run_case(
         "spread_s": {k: spread(xs) for k, xs in samples.items()},
         "speedup_vs_eager_spread": spread(paired("eager")),
         "speedup_vs_compile_spread": spread(paired("compile")),
+        "paired_ratio_spread": paired_ratios,
         "gbps": _ratio(case.nbytes / 1e9, t_ops),
         "copy_gbps": _ratio(case.nbytes / 1e9, copy_s),
         "pct_of_copy": None if t_ops is None else 100.0 * copy_s / t_ops,

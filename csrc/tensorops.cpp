@@ -11,6 +11,13 @@
 #endif
 #define TENSOROPS_DEFINE_LIBRARY(ns, m) TORCH_LIBRARY(ns, m)
 
+// An op's out= form: `<op>_out(<the op's arguments>, *, Tensor(a!) out) -> Tensor(a!)`, tagged torch.Tag.out
+// (torch.compile functionalizes it, autograd refuses it as torch refuses out= with inputs that require grad).
+// The kernel writes `out` itself, after checking it (shape, dtype, device, no overlap) before any work. An op of its
+// own, not an `.out` overload: Inductor (torch 2.14) swaps a functional op for an `.out` overload of its packet and
+// then passes float[] arguments flattened (tensorops::normalize.out got 12 arguments), so it must not find one.
+#define TENSOROPS_DEF_OUT(m, name, args) m.def(name "_out(" args ", *, Tensor(a!) out) -> Tensor(a!)", {at::Tag::out})
+
 TENSOROPS_DEFINE_LIBRARY(TENSOROPS_LIBRARY, m) {
   // ----- normalize (tensorops/normalize.py) -----------------------------------------------------------------
   // (input * scale - mean) / std with per-channel statistics given as numbers, laid along `dim`
@@ -18,10 +25,14 @@ TENSOROPS_DEFINE_LIBRARY(TENSOROPS_LIBRARY, m) {
   m.def(
       "normalize(Tensor input, float[] mean, float[] std, int dim, float scale, ScalarType dtype, "
       "MemoryFormat memory_format) -> Tensor");
+  TENSOROPS_DEF_OUT(m, "normalize",
+      "Tensor input, float[] mean, float[] std, int dim, float scale, ScalarType dtype, MemoryFormat memory_format");
   // The same with statistics tensors of input's rank that broadcast to input's shape (e.g. (N, C, 1, 1)).
   m.def(
       "normalize_tensor(Tensor input, Tensor mean, Tensor std, float scale, ScalarType dtype, "
       "MemoryFormat memory_format) -> Tensor");
+  TENSOROPS_DEF_OUT(m, "normalize_tensor",
+      "Tensor input, Tensor mean, Tensor std, float scale, ScalarType dtype, MemoryFormat memory_format");
   // Gradients of normalize_tensor: (grad_input, grad_mean, grad_std). The statistics' gradients come in the
   // broadcast shape of mean and std and in the accumulation dtype; Python sums them to each one's shape.
   m.def(
@@ -72,11 +83,17 @@ TENSOROPS_DEFINE_LIBRARY(TENSOROPS_LIBRARY, m) {
       "crop_mirror_normalize(Tensor images, Tensor mean, Tensor std, Tensor top_left, Tensor mirror, int[2] size, "
       "int dim, float scale, ScalarType dtype, MemoryFormat memory_format, int channels, float fill, bool pad) "
       "-> Tensor");
+  TENSOROPS_DEF_OUT(m, "crop_mirror_normalize",
+      "Tensor images, Tensor mean, Tensor std, Tensor top_left, Tensor mirror, int[2] size, int dim, "
+      "float scale, ScalarType dtype, MemoryFormat memory_format, int channels, float fill, bool pad");
   // The same from a list of images of different sizes (what a decoder gives).
   m.def(
       "crop_mirror_normalize_list(Tensor[] images, Tensor mean, Tensor std, Tensor top_left, Tensor mirror, "
       "int[2] size, int dim, float scale, ScalarType dtype, MemoryFormat memory_format, int channels, float fill, "
       "bool pad) -> Tensor");
+  TENSOROPS_DEF_OUT(m, "crop_mirror_normalize_list",
+      "Tensor[] images, Tensor mean, Tensor std, Tensor top_left, Tensor mirror, int[2] size, int dim, "
+      "float scale, ScalarType dtype, MemoryFormat memory_format, int channels, float fill, bool pad");
 
   // ----- resized_crop_mirror_normalize (tensorops/resized_crop_mirror_normalize.py) -------------------------
   // crop_mirror_normalize with a resampling step: sample n's box (boxes: float64 CPU (N, 4): top, left,
@@ -89,8 +106,16 @@ TENSOROPS_DEFINE_LIBRARY(TENSOROPS_LIBRARY, m) {
       "resized_crop_mirror_normalize(Tensor images, Tensor mean, Tensor std, Tensor boxes, Tensor mirror, "
       "int[2] size, int dim, float scale, int interpolation, bool antialias, bool crop_first, ScalarType dtype, "
       "MemoryFormat memory_format, int channels, float fill, bool pad) -> Tensor");
+  TENSOROPS_DEF_OUT(m, "resized_crop_mirror_normalize",
+      "Tensor images, Tensor mean, Tensor std, Tensor boxes, Tensor mirror, int[2] size, int dim, "
+      "float scale, int interpolation, bool antialias, bool crop_first, ScalarType dtype, "
+      "MemoryFormat memory_format, int channels, float fill, bool pad");
   m.def(
       "resized_crop_mirror_normalize_list(Tensor[] images, Tensor mean, Tensor std, Tensor boxes, Tensor mirror, "
       "int[2] size, int dim, float scale, int interpolation, bool antialias, bool crop_first, ScalarType dtype, "
       "MemoryFormat memory_format, int channels, float fill, bool pad) -> Tensor");
+  TENSOROPS_DEF_OUT(m, "resized_crop_mirror_normalize_list",
+      "Tensor[] images, Tensor mean, Tensor std, Tensor boxes, Tensor mirror, int[2] size, int dim, "
+      "float scale, int interpolation, bool antialias, bool crop_first, ScalarType dtype, "
+      "MemoryFormat memory_format, int channels, float fill, bool pad");
 }

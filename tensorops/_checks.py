@@ -319,15 +319,59 @@ def split_sizes(tensor: object, split_size_or_sections: object, dim: int) -> Tup
     return sizes, dim
 
 
-def write_out(name: str, result: torch.Tensor, out: object) -> torch.Tensor:
-    """``out=``: the result copied into ``out`` (same shape, dtype and device, else an error naming ``out``)."""
-    if out is None:
-        return result
+def _shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two strided tensors' element ranges in one storage intersect (at::get_overlap_status's Partial or
+    Full for the dense tensors it can judge; a range test, conservative, for the others)."""
+    if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
+        return False
+    sa, sb = a.untyped_storage(), b.untyped_storage()
+    if sa.data_ptr() != sb.data_ptr():
+        return False
+
+    def span(t):
+        start = t.storage_offset() * t.element_size()
+        last = sum((n - 1) * st for n, st in zip(t.shape, t.stride())) * t.element_size()
+        return start, start + last + t.element_size()
+
+    (a0, a1), (b0, b1) = span(a), span(b)
+    return a0 < b1 and b0 < a1
+
+
+def check_out(fn: str, out: object, shape: Sequence[int], dtype: torch.dtype, device: torch.device,
+              inputs: Sequence[Optional[torch.Tensor]] = ()) -> torch.Tensor:
+    """``out=``, checked before any work, as torch checks it and with messages naming ``out``: no argument that
+    requires grad (torch's words: out= forms are not differentiable), a strided tensor of the result's shape,
+    dtype and device, no two elements of it in one memory location, and none shared with an input (the kernels
+    write ``out`` directly while they read the inputs). Shared by every op that takes out= and by the fake kernels
+    of the ``_out`` ops; the C++ entries check the same (csrc/include/tensorops/out_host.h) for direct calls."""
     if not isinstance(out, torch.Tensor):
-        raise TypeError(where(name) + f"out must be a tensor, got {type(out).__name__}")
-    if out.dtype != result.dtype or out.device != result.device:
-        raise ValueError(where(name) + f"out is {out.dtype} on {out.device} but the result is {result.dtype} on "
-                         f"{result.device}")
-    if tuple(out.shape) != tuple(result.shape):
-        raise ValueError(where(name) + f"out has shape {tuple(out.shape)} but the result has {tuple(result.shape)}")
-    return out.copy_(result)
+        raise TypeError(where(fn) + f"out must be a tensor, got {type(out).__name__}")
+    if torch.is_grad_enabled() and (out.requires_grad or any(t is not None and t.requires_grad for t in inputs)):
+        raise RuntimeError(where(fn) + "functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad.")
+    if out.layout != torch.strided:
+        raise ValueError(where(fn) + f"out must be a strided tensor, got {out.layout}")
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(where(fn) + f"out has shape {tuple(out.shape)} but the result has {tuple(shape)}")
+    if out.dtype != dtype:
+        raise TypeError(where(fn) + f"out is {out.dtype} but the result is {dtype}")
+    if out.device != device:
+        raise ValueError(where(fn) + f"out is on {out.device} but the result is on {device}")
+    # (under torch.compile the op's own C++ check does it at run time; fake tensors have no memory to compare)
+    if out.numel() > 1 and not torch.compiler.is_compiling() and not isinstance(out, torch._subclasses.FakeTensor):
+        if torch._debug_has_internal_overlap(out) == 1:
+            raise RuntimeError(where(fn) + "out: unsupported operation: more than one element of the written-to tensor "
+                               "refers to a single memory location. Please clone() the tensor before performing "
+                               "the operation.")
+        for t in inputs:
+            if t is not None and _shares_memory(out, t):
+                raise RuntimeError(where(fn) + "out: unsupported operation: some elements of the input tensor and "
+                                   "the written-to tensor refer to a single memory location. Please clone() the "
+                                   "tensor before performing the operation.")
+    return out
+
+
+def copy_out(result: torch.Tensor, out: Optional[torch.Tensor]) -> torch.Tensor:
+    """The native-torch fallback's result (inputs the kernels do not cover) for an ``out`` already checked by
+    :func:`check_out`: copied into it (the kernels write ``out`` directly; this route has no kernel to)."""
+    return result if out is None else out.copy_(result)

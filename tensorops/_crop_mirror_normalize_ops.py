@@ -5,11 +5,11 @@ size, dim, scale, ..., fill, pad): one Function, one vmap rule, one route, keyed
 from __future__ import annotations
 
 import functools
-from typing import List, Sequence, Union
+from typing import List, Optional, Sequence, Union
 
 import torch
 
-from tensorops import _extension, _routing, reference
+from tensorops import _checks, _extension, _routing, reference
 
 
 CMN = "crop_mirror_normalize"
@@ -17,11 +17,15 @@ RESIZED = "resized_crop_mirror_normalize"
 
 
 def _call(images: Union[torch.Tensor, List[torch.Tensor]], args: tuple, direct: bool = False,
-          kind: str = CMN) -> torch.Tensor:
+          kind: str = CMN, out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """The batch or list op ``kind`` on ``images`` with the rest of its arguments ``args``: below autograd when
     no derivative can be needed, through :class:`_CropMirrorNormalize` otherwise (``direct``: the op itself, as
-    a torch.library batching rule calls it)."""
-    op = getattr(torch.ops.tensorops, kind if isinstance(images, torch.Tensor) else kind + "_list").default
+    a torch.library batching rule calls it). ``out``: its ``_out`` op writes into out (checked by the
+    caller, _checks.check_out)."""
+    name = kind if isinstance(images, torch.Tensor) else kind + "_list"
+    if out is not None:
+        return _routing.call_out(getattr(torch.ops.tensorops, name + "_out").default, (images, *args), out)
+    op = getattr(torch.ops.tensorops, name).default
     if direct:
         return op(images, *args)
     return _routing.call(op, _CropMirrorNormalize, _apply_args(images, *args, kind=kind), (images, *args))
@@ -176,10 +180,19 @@ def _register() -> None:
         return torch.empty((N, channels, size[0], size[1]), dtype=dtype, device=first.device,
                            memory_format=memory_format)
 
+    def out_fake(fake, kind):
+        # the _out ops: out checked as the wrappers check it, and returned
+        def fake_out(images, *args, out):
+            want = fake(images, *args)
+            return _checks.check_out(kind, out, want.shape, want.dtype, want.device)
+        return fake_out
+
     for kind, fake in ((CMN, cmn_fake), (RESIZED, resized_fake)):
         to_apply = functools.partial(_apply_args, kind=kind)
         for name in (kind, kind + "_list"):
             torch.library.register_fake(lib + name, fake)
+            torch.library.register_fake(lib + name + "_out", out_fake(fake, kind))
+            _extension.register_out_autograd(name)
             _extension.register_autograd_function(name, _CropMirrorNormalize, to_apply)
             torch.library.register_vmap(lib + name, functools.partial(_vmap_rule, kind=kind))
 

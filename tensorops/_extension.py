@@ -153,3 +153,28 @@ class Static:
 
     def __init__(self, value) -> None:
         self.value = value
+
+
+def register_out_autograd(opname: str) -> None:
+    """The autograd kernel of ``tensorops::<opname>_out`` (tagged torch.Tag.out): torch's refusal of out= when an
+    argument requires grad (or carries a forward-AD tangent), in torch's words; otherwise ``out``'s version
+    counter is bumped (it is written in place) and the call goes below autograd."""
+    op = getattr(torch.ops.tensorops, opname + "_out").default
+    after_autograd = torch._C._after_autograd_keyset
+
+    def kernel(keyset, *args, **kwargs):
+        out = kwargs["out"]
+        if torch.is_grad_enabled() and _any_requires_grad(*args, out):
+            raise RuntimeError(f"{opname}(): functions with out=... arguments don't support automatic "
+                               "differentiation, but one of the arguments requires grad.")
+        if _fwAD._current_level >= 0:
+            for t in (*args, out):
+                for x in (t if isinstance(t, (list, tuple)) else (t,)):
+                    if isinstance(x, torch.Tensor) and _fwAD.unpack_dual(x).tangent is not None:
+                        raise RuntimeError(f"Trying to use forward AD with {opname}_out that does not support it "
+                                           "because it is an out= function")
+        torch._C._increment_version((out,))
+        with below_autograd():
+            return op.redispatch(keyset & after_autograd, *args, **kwargs)
+
+    _IMPL.impl(opname + "_out", kernel, "Autograd", with_keyset=True)  # type: ignore[union-attr]

@@ -6,7 +6,7 @@ from typing import Optional
 
 import torch
 
-from tensorops import _extension, _routing, reference
+from tensorops import _checks, _extension, _routing, reference
 
 
 def _register() -> None:
@@ -20,6 +20,15 @@ def _register() -> None:
     def _(input, mean, std, scale, dtype, memory_format):
         return torch.empty_like(input, dtype=dtype, memory_format=memory_format)
 
+    # the _out ops: out checked as the wrapper checks it, and returned
+    @torch.library.register_fake(lib + "normalize_out")
+    def _(input, mean, std, dim, scale, dtype, memory_format, *, out):
+        return _checks.check_out("normalize", out, input.shape, dtype, input.device)
+
+    @torch.library.register_fake(lib + "normalize_tensor_out")
+    def _(input, mean, std, scale, dtype, memory_format, *, out):
+        return _checks.check_out("normalize", out, input.shape, dtype, input.device)
+
     @torch.library.register_fake(lib + "normalize_tensor_backward")
     def _(grad, input, mean, std, scale, output_mask):
         shape = torch.broadcast_shapes(mean.shape, std.shape)
@@ -31,6 +40,8 @@ def _register() -> None:
     torch.library.register_vmap(lib + "normalize_tensor", _normalize_tensor_vmap)
     _extension.register_autograd_function("normalize", _Normalize, _normalize_apply_args)
     _extension.register_autograd_function("normalize_tensor", _NormalizeTensor, lambda *args: args)
+    _extension.register_out_autograd("normalize")
+    _extension.register_out_autograd("normalize_tensor")
 
 
 def _normalize_apply_args(input, mean, std, dim, scale, dtype, memory_format):

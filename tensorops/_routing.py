@@ -105,3 +105,19 @@ def forward_below_autograd(opname: str):
             return getattr(torch.ops.tensorops, opname).default(*args)
 
     return staticmethod(forward)
+
+
+def call_out(op, args: tuple, out: torch.Tensor) -> torch.Tensor:
+    """Runs an op's ``<op>_out`` op on checked arguments (``_checks.check_out``: nothing requires grad) and
+    returns ``out``: below autograd in plain eager, with ``out``'s version counter bumped as torch's in-place
+    kernels bump it; through the dispatcher (the op's autograd kernel, :func:`_extension.register_out_autograd`)
+    under torch.compile, forward AD or a torch.func transform."""
+    if not _extension.plain_eager():
+        return op(*args, out=out)
+    with _below_autograd():
+        op(*args, out=out)
+    _increment_version((out,))
+    return out
+
+
+_increment_version = torch._C._increment_version

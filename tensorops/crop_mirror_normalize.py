@@ -219,7 +219,10 @@ def crop_mirror_normalize(
         pad_channels: output channel count C' >= C (e.g. 4); the extra channels hold ``fill``.
         fill: the output value of padded channels and of crop areas outside the image.
         out_of_bounds: ``"error"`` (a ValueError naming the sample, top_left and size) or ``"pad"`` (fill).
-        out: a tensor of the result's shape, dtype and device to write the result into (returned).
+        out: a (N, C', h, w) tensor of ``dtype`` on the images' device that the kernel writes into (returned):
+            checked first, written directly in NCHW or NHWC storage (other strides take one temporary), never
+            overlapping the images; as torch's out= forms, not differentiable (an error if an argument requires
+            grad). ``memory_format`` does not apply: out's layout is the result's.
 
     Returns:
         A (N, C', h, w) tensor of ``dtype``: ``(image * scale - mean) / std`` with scale 1/255 for uint8 images
@@ -232,10 +235,6 @@ def crop_mirror_normalize(
         >>> out.shape, out.dtype
         (torch.Size([4, 3, 224, 224]), torch.float32)
     """
-    if out is not None:
-        return _checks.write_out(_NAME, crop_mirror_normalize(
-            images, mean, std, dim=dim, size=size, top_left=top_left, mirror=mirror, dtype=dtype,
-            memory_format=memory_format, pad_channels=pad_channels, fill=fill, out_of_bounds=out_of_bounds), out)
     images, dim, C = _images(images, dim)
     first = images if isinstance(images, torch.Tensor) else images[0]
     device = first.device
@@ -252,6 +251,8 @@ def crop_mirror_normalize(
     m, s = _stats(mean, std, N, C, device, dtype, scale)
     tl = _top_left(top_left, sizes, h, w)
     mi = _mirror(mirror, N)
+    if out is not None:  # before any work; the kernel then writes out itself
+        _checks.check_out(_NAME, out, (N, channels, h, w), dtype, device, _out_inputs(images, mean, std))
 
     args = (m, s, tl, mi, [h, w], dim, scale, dtype, memory_format, channels, fill, pad)
     # Statistics tensors that may carry a derivative (requires_grad, or a forward AD level or a torch.func
@@ -264,11 +265,17 @@ def crop_mirror_normalize(
         or not _extension.plain_eager() and not _extension.only_vmap()
     )
     if not KERNELS.cover(first) or stats_grad:
-        return reference.crop_mirror_normalize(
+        return _checks.copy_out(reference.crop_mirror_normalize(
             images, m, s, tl, mi, (h, w), dim=dim, scale=scale, dtype=dtype, memory_format=memory_format,
             channels=channels, fill=fill, pad=pad,
-        )
+        ), out)
     # statistics tensors under vmap alone (they may be batched too): the op's torch.library batching rule
-    return _call(images, args, direct=stats_tensors and _extension.only_vmap())
+    return _call(images, args, direct=stats_tensors and _extension.only_vmap(), out=out)
+
+
+def _out_inputs(images: Images, mean: object, std: object) -> list:
+    """The tensors out= may not overlap (nor carry a gradient, as out= forms are not differentiable)."""
+    ims = [images] if isinstance(images, torch.Tensor) else list(images)
+    return ims + [t for t in (mean, std) if isinstance(t, torch.Tensor)]
 
 

@@ -124,10 +124,13 @@ def normalize(
         scale: multiplies input first. Default: 1/255 for uint8 input, 1/65535 for uint16, 1.0 for floating input.
         memory_format: ``torch.preserve_format`` keeps input's layout; ``torch.contiguous_format`` writes NCHW
             from an NHWC/channels_last input in the same pass (and ``torch.channels_last`` the reverse).
-        out: a tensor of the result's shape, dtype and device to write the result into (returned).
+        out: a tensor of the result's shape, dtype and device that the kernel writes the result into (returned):
+            checked first (shape, dtype, device; it may not overlap the input), written in its own layout
+            (``memory_format`` does not apply) with no full-size temporary, except for strided views with gaps,
+            which take one. As torch's out= forms, not differentiable: an error if an argument requires grad.
 
     Returns:
-        A tensor of input's shape and ``dtype``.
+        A tensor of input's shape and ``dtype`` (``out`` when given).
 
     Example:
         >>> x = torch.randint(0, 256, (8, 3, 224, 224), dtype=torch.uint8)
@@ -135,10 +138,7 @@ def normalize(
         >>> y.dtype, y.shape
         (torch.float32, torch.Size([8, 3, 224, 224]))
     """
-    if out is not None:
-        return _checks.write_out("normalize", normalize(input, mean, std, dim=dim, dtype=dtype, scale=scale,
-                                                        memory_format=memory_format), out)
-    if _FAST_NORMALIZE is not None and not _tracing():
+    if out is None and _FAST_NORMALIZE is not None and not _tracing():
         result = _FAST_NORMALIZE(input, mean, std, dim, dtype, scale, memory_format)  # None: not handled there
         if result is not None:
             return result
@@ -169,21 +169,29 @@ def normalize(
             raise ValueError(f"{_FN}memory_format={fmt} needs a {rank}-d input, got {ndim} dims")
 
     mean_values, std_values = _number_stats(mean, std, scale, dtype, input.shape[dim], dim - ndim)
+    if out is not None:  # before any work; the kernels then write out itself
+        _checks.check_out("normalize", out, input.shape, dtype, input.device,
+                          (input, mean if mean_values is None else None, std if std_values is None else None))
     kernels = KERNELS.cover(input)
     if mean_values is not None and std_values is not None:
         if not kernels:
-            return reference.normalize(
+            return _checks.copy_out(reference.normalize(
                 input, mean_values, std_values, dim=dim, scale=scale, dtype=dtype, memory_format=memory_format
-            )
+            ), out)
         args = (input, mean_values, std_values, dim, scale, dtype, memory_format)
+        if out is not None:
+            return _routing.call_out(torch.ops.tensorops.normalize_out.default, args, out)
         return _routing.call(torch.ops.tensorops.normalize.default, _Normalize, _normalize_apply_args(*args), args)
 
     acc = reference.acc_dtype(dtype)
     m = _stat_tensor("mean", mean, input, dim) if mean_values is None else _values(mean_values, input, dim, acc)
     s = _stat_tensor("std", std, input, dim) if std_values is None else _values(std_values, input, dim, acc)
     if not kernels:
-        return reference.normalize(input, m, s, dim=dim, scale=scale, dtype=dtype, memory_format=memory_format)
+        return _checks.copy_out(
+            reference.normalize(input, m, s, dim=dim, scale=scale, dtype=dtype, memory_format=memory_format), out)
     args = (input, m, s, scale, dtype, memory_format)
+    if out is not None:
+        return _routing.call_out(torch.ops.tensorops.normalize_tensor_out.default, args, out)
     return _routing.call(torch.ops.tensorops.normalize_tensor.default, _NormalizeTensor, args)
 
 

@@ -30,6 +30,9 @@ class OpInfo:
     vmap: bool = True  # torch.func.vmap: one kernel call for the whole batch
     compile: bool = True  # torch.compile(fullgraph=True) traces it
     out: bool = False  # takes out=
+    # the schemas with an ``<schema>_out`` op (torch.Tag.out) that out= calls: the kernels write out itself
+    # (without one, out= copies a result into out)
+    out_overloads: Tuple[str, ...] = ()
     inplace: bool = False  # writes its input
     tensor_list: bool = False  # takes (or gives) a list of tensors (clamp and clamp_: as well as a tensor)
 
@@ -44,7 +47,8 @@ OPS: Dict[str, OpInfo] = {
     op.name: op
     for op in (
         OpInfo("normalize", "torchvision.transforms.v2.functional.normalize", "normalize", "normalize",
-               ("normalize", "normalize_tensor", "normalize_tensor_backward"), out=True),
+               ("normalize", "normalize_tensor", "normalize_tensor_backward"), out=True,
+               out_overloads=("normalize", "normalize_tensor")),
         OpInfo("clamp", "torch.clamp", "clamp", "clamp",
                ("clamp", "clamp_scalar", "clamp_backward", "clamp_scalar_backward",
                 "foreach_clamp_scalar"), out=True, tensor_list=True),
@@ -59,10 +63,11 @@ OPS: Dict[str, OpInfo] = {
         OpInfo("chunk", "torch.chunk", "cat_split", "stack_chunk_foreach", ("split",), tensor_list=True),
         OpInfo("crop_mirror_normalize", "DALI's crop_mirror_normalize", "crop_mirror_normalize",
                "crop_mirror_normalize", ("crop_mirror_normalize", "crop_mirror_normalize_list"),
-               out=True, tensor_list=True),
+               out=True, out_overloads=("crop_mirror_normalize", "crop_mirror_normalize_list"), tensor_list=True),
         OpInfo("resized_crop_mirror_normalize", "torchvision.transforms.v2.functional.resized_crop",
                "resized_crop_mirror_normalize", "resized_crop_mirror_normalize",
-               ("resized_crop_mirror_normalize", "resized_crop_mirror_normalize_list"), out=True, tensor_list=True),
+               ("resized_crop_mirror_normalize", "resized_crop_mirror_normalize_list"), out=True,
+               out_overloads=("resized_crop_mirror_normalize", "resized_crop_mirror_normalize_list"), tensor_list=True),
     )
 }
 

@@ -10,7 +10,8 @@ import torch
 
 from tensorops import _checks, _extension, _routing, reference
 from tensorops._crop_mirror_normalize_ops import RESIZED, _call
-from tensorops.crop_mirror_normalize import _images, _mirror, _no_capture, _options, _size, _sizes, _stats
+from tensorops.crop_mirror_normalize import (_images, _mirror, _no_capture, _options, _out_inputs, _size, _sizes,
+                                             _stats)
 
 __all__ = ["resized_crop_mirror_normalize"]
 
@@ -91,7 +92,9 @@ def resized_crop_mirror_normalize(
         out_of_bounds: ``"error"`` (a ValueError naming the sample and its box) or ``"pad"`` (fill).
         crop_first: True: the filter reads only the box's pixels (``resized_crop``: crop, then resize); False:
             it may read the image beyond the box (Resize, then crop: the eval transform).
-        out: a tensor of the result's shape, dtype and device to write into.
+        out: a (N, C', h, w) tensor of ``dtype`` on the images' device that the kernel writes into (returned),
+            as crop_mirror_normalize's ``out``: checked first, written directly in NCHW or NHWC storage, not
+            overlapping the images, not differentiable.
 
     Returns:
         A (N, C', h, w) tensor: ``(resampled * scale - mean) / std`` with scale 1/255 (uint8), 1/65535 (uint16)
@@ -136,6 +139,8 @@ def resized_crop_mirror_normalize(
     m, s = _stats(mean, std, N, C, device, torch.float32 if dtype == torch.uint8 else dtype, scale, _NAME)
     bx = _boxes(boxes, sizes)
     mi = _mirror(mirror, N, _NAME)
+    if out is not None:  # before any work; the kernel then writes out itself
+        _checks.check_out(_NAME, out, (N, channels, h, w), dtype, device, _out_inputs(images, mean, std))
 
     args = (m, s, bx, mi, [h, w], dim, scale, interp, antialias, crop_first, dtype, memory_format, channels, fill,
             pad)
@@ -149,6 +154,5 @@ def resized_crop_mirror_normalize(
             images, m, s, bx, mi, (h, w), dim=dim, scale=scale, interpolation=interp, antialias=antialias,
             crop_first=crop_first, dtype=dtype, memory_format=memory_format, channels=channels, fill=fill, pad=pad,
         )
-    else:
-        result = _call(images, args, direct=stats_tensors and _extension.only_vmap(), kind=_NAME)
-    return _checks.write_out(_NAME, result, out)
+        return _checks.copy_out(result, out)
+    return _call(images, args, direct=stats_tensors and _extension.only_vmap(), kind=_NAME, out=out)

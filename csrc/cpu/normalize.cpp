@@ -127,13 +127,15 @@ void run(at::Tensor& out, const at::Tensor& input, const std::vector<acc_t>& A, 
 }
 
 // ---- ops ---------------------------------------------------------------------------------------------------
+// out: nullptr (a fresh output) or out= (normalize_entries.h)
 at::Tensor normalize_cpu(const at::Tensor& input, c10::ArrayRef<double> mean, c10::ArrayRef<double> std,
-                         int64_t dim, double scale, at::ScalarType dtype, at::MemoryFormat memory_format) {
+                         int64_t dim, double scale, at::ScalarType dtype, at::MemoryFormat memory_format,
+                         const at::Tensor* out_arg) {
   check_input(input, dtype);
   int64_t channels = 0;
   const auto coef_strides = list_stat_strides(input, mean, std, dim, channels);
-  at::Tensor out = make_output(input, dtype, memory_format);
-  if (out.numel() == 0) return out;
+  at::Tensor out = output(input, dtype, memory_format, out_arg, {input});
+  if (out.numel() == 0) return out_arg == nullptr ? out : out_host::finish(*out_arg, out);
   AT_DISPATCH_FLOATING_TYPES(acc_dtype(dtype), "normalize_coefs", [&] {
     std::vector<scalar_t> A(channels), B(channels);
     for (int64_t c = 0; c < channels; ++c) {
@@ -143,12 +145,13 @@ at::Tensor normalize_cpu(const at::Tensor& input, c10::ArrayRef<double> mean, c1
     }
     run<scalar_t>(out, input, A, B, coef_strides);
   });
-  return out;
+  return out_arg == nullptr ? out : out_host::finish(*out_arg, out);
 }
 
 at::Tensor normalize_tensor_cpu(const at::Tensor& input, const at::Tensor& mean, const at::Tensor& std,
-                                double scale, at::ScalarType dtype, at::MemoryFormat memory_format) {
-  return normalize_entries::normalize_tensor_with(input, mean, std, dtype, memory_format, [&](at::Tensor& out,
+                                double scale, at::ScalarType dtype, at::MemoryFormat memory_format,
+                                const at::Tensor* out_arg) {
+  return normalize_entries::normalize_tensor_with(input, mean, std, dtype, memory_format, out_arg, [&](at::Tensor& out,
                                                                                               c10::IntArrayRef shape) {
     AT_DISPATCH_FLOATING_TYPES(acc_dtype(dtype), "normalize_coefs", [&] {
       at::Tensor m, s;

@@ -15,7 +15,8 @@
 namespace tensorops {
 
 at::Tensor normalize_tensor_cuda(const at::Tensor& input, const at::Tensor& mean, const at::Tensor& std,
-                                 double scale, at::ScalarType dtype, at::MemoryFormat memory_format);
+                                 double scale, at::ScalarType dtype, at::MemoryFormat memory_format,
+                                 const at::Tensor* out = nullptr);
 
 namespace {
 

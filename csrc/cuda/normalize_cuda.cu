@@ -22,9 +22,10 @@
 namespace tensorops {
 
 // normalize_tensor's CUDA implementation, also called by the backward's deterministic path
-// (normalize_backward_cuda.cu).
+// (normalize_backward_cuda.cu); out: out= (normalize_entries.h), nullptr for a fresh output.
 at::Tensor normalize_tensor_cuda(const at::Tensor& input, const at::Tensor& mean, const at::Tensor& std,
-                                 double scale, at::ScalarType dtype, at::MemoryFormat memory_format);
+                                 double scale, at::ScalarType dtype, at::MemoryFormat memory_format,
+                                 const at::Tensor* out = nullptr);
 
 namespace {
 
@@ -90,7 +91,8 @@ void launch(at::Tensor& out, const at::Tensor& input, c10::IntArrayRef mean_stri
 }
 
 at::Tensor normalize_cuda(const at::Tensor& input, c10::ArrayRef<double> mean, c10::ArrayRef<double> std,
-                          int64_t dim, double scale, at::ScalarType dtype, at::MemoryFormat memory_format) {
+                          int64_t dim, double scale, at::ScalarType dtype, at::MemoryFormat memory_format,
+                          const at::Tensor* out_arg) {
   check_input(input, dtype);
   int64_t channels = 0;
   const auto coef_strides = list_stat_strides(input, mean, std, dim, channels);
@@ -109,10 +111,11 @@ at::Tensor normalize_cuda(const at::Tensor& input, c10::ArrayRef<double> mean, c
     std::vector<int64_t> shape(input.dim(), 1);
     shape[dim] = channels;
     return normalize_tensor_cuda(input, stats.narrow(0, 0, channels).view(shape),
-                                 stats.narrow(0, channels, channels).view(shape), scale, dtype, memory_format);
+                                 stats.narrow(0, channels, channels).view(shape), scale, dtype, memory_format,
+                                 out_arg);
   }
-  at::Tensor out = make_output(input, dtype, memory_format);
-  if (out.numel() == 0) return out;
+  at::Tensor out = output(input, dtype, memory_format, out_arg, {input});
+  if (out.numel() == 0) return out_arg == nullptr ? out : out_host::finish(*out_arg, out);
   AT_DISPATCH_FLOATING_TYPES(acc_dtype(dtype), "normalize_coefs", [&] {
     Coefs<scalar_t> coefs{};
     for (int64_t c = 0; c < channels; ++c) {
@@ -123,14 +126,15 @@ at::Tensor normalize_cuda(const at::Tensor& input, c10::ArrayRef<double> mean, c
     launch<scalar_t, false>(out, input, coef_strides, coef_strides, coefs, nullptr, nullptr,
                             static_cast<scalar_t>(scale));
   });
-  return out;
+  return out_arg == nullptr ? out : out_host::finish(*out_arg, out);
 }
 
 }  // namespace
 
 at::Tensor normalize_tensor_cuda(const at::Tensor& input, const at::Tensor& mean, const at::Tensor& std,
-                                 double scale, at::ScalarType dtype, at::MemoryFormat memory_format) {
-  return normalize_entries::normalize_tensor_with(input, mean, std, dtype, memory_format, [&](at::Tensor& out,
+                                 double scale, at::ScalarType dtype, at::MemoryFormat memory_format,
+                                 const at::Tensor* out_arg) {
+  return normalize_entries::normalize_tensor_with(input, mean, std, dtype, memory_format, out_arg, [&](at::Tensor& out,
                                                                                                c10::IntArrayRef) {
     const auto acc = acc_dtype(dtype);
     // statistics in another dtype are converted first (a small extra launch); float32 buffers are the norm

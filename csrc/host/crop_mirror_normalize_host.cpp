@@ -6,6 +6,7 @@
 
 #include "tensorops/checks.h"
 #include "tensorops/normalize_host.h"
+#include "tensorops/out_host.h"
 
 namespace tensorops {
 namespace cmn_host {
@@ -43,14 +44,32 @@ void set_stats(Setup& s, const at::Tensor& mean, const at::Tensor& std) {
   s.std_sc = s.std.size(1) == 1 ? 0 : 1;
 }
 
+void set_output(Setup& s, at::TensorList images, const at::Tensor& mean, const at::Tensor& std, at::ScalarType dtype,
+                at::MemoryFormat memory_format, const at::Tensor* out) {
+  const at::Tensor& first = images[0];
+  if (out == nullptr) {
+    s.out = at::empty({s.N, s.Cp, s.h, s.w}, first.options().dtype(dtype), memory_format);
+    return;
+  }
+  std::vector<at::Tensor> inputs(images.begin(), images.end());
+  inputs.push_back(mean);
+  inputs.push_back(std);
+  out_host::check(*out, {s.N, s.Cp, s.h, s.w}, dtype, first.device(), inputs);
+  s.dest = *out;
+  s.out = out_host::target(*out, out_host::nchw_or_nhwc(*out), at::MemoryFormat::Contiguous);
+}
+
+at::Tensor result(const Setup& s) { return s.dest.defined() ? out_host::finish(s.dest, s.out) : s.out; }
+
 namespace {
 
 // Checks the arguments shared by the batch and list forms, fills the crop part of `s.samples` (already
 // described by describe()) and allocates the output. `images` are the image tensors (one batch tensor or the
 // list) for dtype and device checks.
-void finish(Setup& s, const at::Tensor& first, const at::Tensor& mean, const at::Tensor& std,
+void finish(Setup& s, at::TensorList images, const at::Tensor& mean, const at::Tensor& std,
             const at::Tensor& top_left, const at::Tensor& mirror, c10::IntArrayRef size,
-            at::ScalarType dtype, at::MemoryFormat memory_format, int64_t channels, bool pad) {
+            at::ScalarType dtype, at::MemoryFormat memory_format, int64_t channels, bool pad, const at::Tensor* out) {
+  const at::Tensor& first = images[0];
   s.N = static_cast<int64_t>(s.samples.size());
   s.in_dtype = first.scalar_type();
   TENSOROPS_CHECK_TYPE(s.in_dtype == at::kByte || normalize_host::is_float_dtype(s.in_dtype), "images",
@@ -90,7 +109,7 @@ void finish(Setup& s, const at::Tensor& first, const at::Tensor& mean, const at:
                           ") leaves its ", e.H, "x", e.W, " image (pass out_of_bounds=\"pad\" to fill outside)");
   }
   set_stats(s, mean, std);
-  s.out = at::empty({s.N, s.Cp, s.h, s.w}, first.options().dtype(dtype), memory_format);
+  set_output(s, images, mean, std, dtype, memory_format, out);
 }
 
 }  // namespace
@@ -121,7 +140,8 @@ int64_t describe_list(at::TensorList images, int64_t d, std::vector<cmn::Sample>
 // The batch form: images (N, C, H, W) with dim -3 or (N, H, W, C) with dim -1.
 Setup setup_batch(const at::Tensor& images, const at::Tensor& mean, const at::Tensor& std,
                   const at::Tensor& top_left, const at::Tensor& mirror, c10::IntArrayRef size, int64_t dim,
-                  at::ScalarType dtype, at::MemoryFormat memory_format, int64_t channels, bool pad) {
+                  at::ScalarType dtype, at::MemoryFormat memory_format, int64_t channels, bool pad,
+                  const at::Tensor* out) {
   TENSOROPS_CHECK_VALUE(images.dim() == 4, "images", "must be a 4-d batch, got shape ", images.sizes());
   const int64_t d = channel_dim(dim);
   Setup s;
@@ -129,18 +149,19 @@ Setup setup_batch(const at::Tensor& images, const at::Tensor& mean, const at::Te
   const int64_t N = images.size(0);
   s.samples.resize(N);
   for (int64_t n = 0; n < N; ++n) s.samples[n] = describe(images.select(0, n), d);
-  finish(s, images, mean, std, top_left, mirror, size, dtype, memory_format, channels, pad);
+  finish(s, images, mean, std, top_left, mirror, size, dtype, memory_format, channels, pad, out);
   return s;
 }
 
 // The list form: N images (C, H_i, W_i) with dim -3 or (H_i, W_i, C) with dim -1.
 Setup setup_list(at::TensorList images, const at::Tensor& mean, const at::Tensor& std,
                  const at::Tensor& top_left, const at::Tensor& mirror, c10::IntArrayRef size, int64_t dim,
-                 at::ScalarType dtype, at::MemoryFormat memory_format, int64_t channels, bool pad) {
+                 at::ScalarType dtype, at::MemoryFormat memory_format, int64_t channels, bool pad,
+                 const at::Tensor* out) {
   const int64_t d = channel_dim(dim);
   Setup s;
   s.C = describe_list(images, d, s.samples);
-  finish(s, images[0], mean, std, top_left, mirror, size, dtype, memory_format, channels, pad);
+  finish(s, images, mean, std, top_left, mirror, size, dtype, memory_format, channels, pad, out);
   return s;
 }
 

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "tensorops/checks.h"
+#include "tensorops/out_host.h"
 
 namespace tensorops {
 namespace normalize_host {
@@ -29,6 +30,13 @@ void check_input(const at::Tensor& input, at::ScalarType dtype) {
 
 at::Tensor make_output(const at::Tensor& input, at::ScalarType dtype, at::MemoryFormat memory_format) {
   return at::empty_like(input, input.options().dtype(dtype), memory_format);
+}
+
+at::Tensor output(const at::Tensor& input, at::ScalarType dtype, at::MemoryFormat memory_format,
+                  const at::Tensor* out, at::ArrayRef<at::Tensor> inputs) {
+  if (out == nullptr) return make_output(input, dtype, memory_format);
+  out_host::check(*out, input.sizes(), dtype, input.device(), inputs);
+  return out_host::target(*out, out_host::dense(*out), out->suggest_memory_format());
 }
 
 // Per-channel statistics given as numbers: C = max(len(mean), len(std)); each has 1 or C values and C must

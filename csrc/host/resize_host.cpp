@@ -17,7 +17,8 @@ namespace {
 // window, land a rounding error past the last pixel).
 constexpr double kEdgeSlack = 1e-6;
 
-void finish(Setup& r, const at::Tensor& first, const Args& a) {
+void finish(Setup& r, at::TensorList images, const Args& a) {
+  const at::Tensor& first = images[0];
   cmn_host::Setup& s = r.base;
   s.N = static_cast<int64_t>(s.samples.size());
   s.in_dtype = first.scalar_type();
@@ -82,7 +83,7 @@ void finish(Setup& r, const at::Tensor& first, const Args& a) {
     e.mirror = m[n] ? 1 : 0;
   }
   cmn_host::set_stats(s, a.mean, a.std);
-  s.out = at::empty({s.N, s.Cp, s.h, s.w}, first.options().dtype(a.dtype), a.memory_format);
+  cmn_host::set_output(s, images, a.mean, a.std, a.dtype, a.memory_format, a.out);
 }
 
 }  // namespace
@@ -103,7 +104,7 @@ Setup setup_list(at::TensorList images, const Args& a) {
   const int64_t d = cmn_host::channel_dim(a.dim);
   Setup r;
   r.base.C = cmn_host::describe_list(images, d, r.base.samples);
-  finish(r, images[0], a);
+  finish(r, images, a);
   return r;
 }
 

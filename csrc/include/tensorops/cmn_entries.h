@@ -14,25 +14,48 @@ namespace cmn_entries {
 using Run = void (*)(cmn_host::Setup&, double scale, double fill);
 
 // Images: const at::Tensor& (one batch tensor) or at::TensorList (a list of images).
+// out: out= (checked before any work, written directly where its layout allows) or nullptr.
+template <Run run, typename Images>
+at::Tensor entry_into(Images images, const at::Tensor& mean, const at::Tensor& std, const at::Tensor& top_left,
+                      const at::Tensor& mirror, at::IntArrayRef size, int64_t dim, double scale, at::ScalarType dtype,
+                      at::MemoryFormat memory_format, int64_t channels, double fill, bool pad, const at::Tensor* out) {
+  cmn_host::Setup s = [&] {
+    if constexpr (std::is_same_v<Images, at::TensorList>)
+      return cmn_host::setup_list(images, mean, std, top_left, mirror, size, dim, dtype, memory_format, channels, pad,
+                                  out);
+    else
+      return cmn_host::setup_batch(images, mean, std, top_left, mirror, size, dim, dtype, memory_format, channels,
+                                   pad, out);
+  }();
+  run(s, scale, fill);
+  return cmn_host::result(s);
+}
+
 template <Run run, typename Images>
 at::Tensor entry(Images images, const at::Tensor& mean, const at::Tensor& std, const at::Tensor& top_left,
                  const at::Tensor& mirror, at::IntArrayRef size, int64_t dim, double scale, at::ScalarType dtype,
                  at::MemoryFormat memory_format, int64_t channels, double fill, bool pad) {
-  cmn_host::Setup s = [&] {
-    if constexpr (std::is_same_v<Images, at::TensorList>)
-      return cmn_host::setup_list(images, mean, std, top_left, mirror, size, dim, dtype, memory_format, channels, pad);
-    else
-      return cmn_host::setup_batch(images, mean, std, top_left, mirror, size, dim, dtype, memory_format, channels, pad);
-  }();
-  run(s, scale, fill);
-  return s.out;
+  return entry_into<run, Images>(images, mean, std, top_left, mirror, size, dim, scale, dtype, memory_format,
+                                 channels, fill, pad, nullptr);
 }
 
-// Registers crop_mirror_normalize and crop_mirror_normalize_list in a TORCH_LIBRARY_IMPL block.
+template <Run run, typename Images>
+at::Tensor& entry_out(Images images, const at::Tensor& mean, const at::Tensor& std, const at::Tensor& top_left,
+                      const at::Tensor& mirror, at::IntArrayRef size, int64_t dim, double scale, at::ScalarType dtype,
+                      at::MemoryFormat memory_format, int64_t channels, double fill, bool pad, at::Tensor& out) {
+  entry_into<run, Images>(images, mean, std, top_left, mirror, size, dim, scale, dtype, memory_format, channels, fill,
+                          pad, &out);
+  return out;
+}
+
+// Registers crop_mirror_normalize and crop_mirror_normalize_list, and their _out ops, in a
+// TORCH_LIBRARY_IMPL block.
 template <Run run>
 void register_ops(torch::Library& m) {
   m.impl("crop_mirror_normalize", &entry<run, const at::Tensor&>);
   m.impl("crop_mirror_normalize_list", &entry<run, at::TensorList>);
+  m.impl("crop_mirror_normalize_out", &entry_out<run, const at::Tensor&>);
+  m.impl("crop_mirror_normalize_list_out", &entry_out<run, at::TensorList>);
 }
 
 }  // namespace cmn_entries

@@ -21,6 +21,12 @@ void check_input(const at::Tensor& input, at::ScalarType dtype);
 
 at::Tensor make_output(const at::Tensor& input, at::ScalarType dtype, at::MemoryFormat memory_format);
 
+// The tensor a pass writes: a fresh output (out == nullptr), or out= checked against input and `inputs`
+// (out_host::check) and the tensor that stands for it (out_host::target: itself when dense, else a temporary
+// that out_host::finish copies into it). `memory_format` is the functional op's; out='s own layout wins.
+at::Tensor output(const at::Tensor& input, at::ScalarType dtype, at::MemoryFormat memory_format,
+                  const at::Tensor* out, at::ArrayRef<at::Tensor> inputs);
+
 // Per-channel statistics given as numbers: C = max(len(mean), len(std)); each has 1 or C values and C must
 // be 1 or input.size(dim). Returns the coefficient-index strides over input's dims (1 at `dim` when C > 1).
 std::vector<int64_t> list_stat_strides(const at::Tensor& input, c10::ArrayRef<double> mean,

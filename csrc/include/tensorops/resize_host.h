@@ -37,6 +37,7 @@ struct Args {
   at::MemoryFormat memory_format;
   int64_t channels;
   bool pad;
+  const at::Tensor* out;  // out= (cmn_host::set_output), or nullptr for a fresh output
 };
 
 Setup setup_batch(const at::Tensor& images, const Args& a);
