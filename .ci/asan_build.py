@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import sysconfig
@@ -41,8 +42,10 @@ def main() -> int:
     std = torch_std_flag(ce)
     cflags = [
         *py_cflags, "-fPIC", "-g1", "-Winvalid-pch",
-        f'-DTENSOROPS_VERSION="{tensorops_setup.VERSION}"', f'-DTENSOROPS_TORCH_VERSION="{torch.__version__}"',
-        '-DTENSOROPS_CUDA_ARCHS=""', f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
+        # string macros, quoted for the shell that ninja runs each command in
+        *[shlex.quote(f'-D{k}="{v}"') for k, v in (("TENSOROPS_VERSION", tensorops_setup.VERSION),
+                                                    ("TENSOROPS_TORCH_VERSION", torch.__version__),
+                                                    ("TENSOROPS_CUDA_ARCHS", ""))], f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
         f"-I{ROOT / 'csrc' / 'include'}", *[f"-I{p}" for p in include_paths()], f"-I{sysconfig.get_paths()['include']}",
         "-O1", "-fvisibility=hidden", *(["-fopenmp"] if openmp else []),
         "-DTORCH_API_INCLUDE_EXTENSION_H", "-DTORCH_EXTENSION_NAME=_C", f"-std={std}", *SAN,
