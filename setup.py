@@ -94,6 +94,12 @@ def ray_extra(torch_version: str) -> list:
     return [f"torch=={torch_version.split('+')[0]}", "ray[data,train]>=2.60"]
 
 
+def cpu_sources() -> list:
+    """The C++ sources of every build: the schemas and module, csrc/host (the host-side code of every op family,
+    compiled once by the C++ compiler for CPU and CUDA) and the CPU kernels (.ci/asan_build.py builds these too)."""
+    return sorted(glob.glob("csrc/*.cpp") + glob.glob("csrc/host/*.cpp") + glob.glob("csrc/cpu/*.cpp"))
+
+
 def main() -> None:
     import torch  # the build needs the torch that will import the extension (pip install --no-build-isolation)
 
@@ -141,8 +147,7 @@ def main() -> None:
         ("TENSOROPS_TORCH_VERSION", f'"{torch.__version__}"'),
         ("TENSOROPS_CUDA_ARCHS", f'"{archs}"'),
     ]
-    # csrc/host: the host-side code of every op family, compiled once by the C++ compiler for CPU and CUDA
-    sources = sorted(glob.glob("csrc/*.cpp") + glob.glob("csrc/host/*.cpp") + glob.glob("csrc/cpu/*.cpp"))
+    sources = cpu_sources()
     include_dirs = [os.path.join(HERE, "csrc", "include")]
     if with_cuda:
         sources += sorted(glob.glob("csrc/cuda/*.cu"))

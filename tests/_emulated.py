@@ -49,6 +49,26 @@ VARIANTS = {
     },
 }
 
+# The builds tests/test_emulated.py runs: ASan+UBSan and TSan. The plain build is not among them: every assertion of
+# tests/emulated runs under ASan+UBSan too (same -O1 code, plus the checks), so a plain build would prove nothing
+# more and cost a third build; it stays the default for running the tests by hand. TENSOROPS_EMU_VARIANTS
+# (comma-separated, e.g. "plain,asan,tsan") chooses others.
+TESTED_VARIANTS = ("asan", "tsan")
+
+
+def tested_variants() -> list[str]:
+    names = [v.strip() for v in os.environ.get("TENSOROPS_EMU_VARIANTS", ",".join(TESTED_VARIANTS)).split(",")]
+    unknown = [v for v in names if v and v not in VARIANTS]
+    if unknown:
+        raise ValueError(f"TENSOROPS_EMU_VARIANTS names unknown builds {unknown}; known: {list(VARIANTS)}")
+    return [v for v in names if v]
+
+
+def strict() -> bool:
+    """True under CI (CI=true, as CI services set it): a missing sanitizer runtime fails instead of skipping, so a
+    green run cannot hide that a sanitizer never ran."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
 
 # What every translation unit of the emulated build includes first (precompiled once per build).
 PCH = """#pragma once
@@ -120,6 +140,21 @@ def build(variant: str) -> Path:
     so = d / f"{NAME}_{variant}.so"
     if so.exists():
         return so
+    ninja_build(d, sources(), cflags, ldflags, so.name, f"emulated ({variant})")
+    # keep the two newest builds of this variant (~0.5 GB each; a build for older sources is seldom used again)
+    old = sorted((p for p in cache.glob(f"{variant}-*") if p.is_dir()), key=lambda p: p.stat().st_mtime)[:-2]
+    for p in old:
+        shutil.rmtree(p, ignore_errors=True)
+    return so
+
+
+def ninja_build(d: Path, srcs: list[Path], cflags: list[str], ldflags: list[str], out: str, what: str) -> Path:
+    """Compiles ``srcs`` with ``cflags`` and links them with ``ldflags`` into ``d / out``, with ninja and torch's
+    headers precompiled once (``PCH``, included first by every file); only a complete build leaves ``d / out``.
+    Also used by .ci/asan_build.py (the CPU extension under the sanitizers)."""
+    compiler = cxx()
+    if compiler is None:
+        raise RuntimeError(f"{what} needs a C++ compiler (g++)")
     d.mkdir(parents=True, exist_ok=True)
     objs, lines = [], []
     q = lambda a: " ".join(x.replace(" ", "$ ") for x in a)  # noqa: E731
@@ -137,31 +172,27 @@ def build(variant: str) -> Path:
         "  command = $cxx -MMD -MF $out.d $cflags -include pch.h -x c++ -c $in -o $out",
         "  depfile = $out.d",
         "  deps = gcc",
-        "  description = emulated ($variant) $in",
+        "  description = $what $in",
         "rule link",
         "  command = $cxx $in $ldflags -o $out",
         "  description = link $out",
     ]
     (d / "pch.h").write_text(PCH)
     lines += ["build pch.h.gch: pch pch.h"]
-    for src in sources():
+    for src in srcs:
         obj = f"{src.parent.name}_{src.stem}.o"
         objs.append(obj)
-        lines += [f"build {obj}: compile {src} | pch.h.gch", f"  variant = {variant}"]
-    tmp = f"{so.name}.tmp"
+        lines += [f"build {obj}: compile {src} | pch.h.gch", f"  what = {q([what])}"]
+    tmp = f"{out}.tmp"
     lines += [f"build {tmp}: link {' '.join(objs)}", ""]
     (d / "build.ninja").write_text("\n".join(lines))
     ninja = shutil.which("ninja") or str(Path(sys.executable).parent / "ninja")
     jobs = os.environ.get("MAX_JOBS", str(os.cpu_count() or 2))
     r = subprocess.run([ninja, "-C", str(d), "-j", jobs], capture_output=True, text=True, cwd=d)
     if r.returncode != 0:
-        raise RuntimeError(f"building the emulated extension ({variant}) failed:\n{r.stdout[-20000:]}\n{r.stderr}")
-    os.replace(d / tmp, so)  # complete builds only: a killed build leaves no .so
-    # keep the two newest builds of this variant (~0.5 GB each; a build for older sources is seldom used again)
-    old = sorted((p for p in cache.glob(f"{variant}-*") if p.is_dir()), key=lambda p: p.stat().st_mtime)[:-2]
-    for p in old:
-        shutil.rmtree(p, ignore_errors=True)
-    return so
+        raise RuntimeError(f"building {what} failed:\n{r.stdout[-20000:]}\n{r.stderr}")
+    os.replace(d / tmp, d / out)  # complete builds only: a killed build leaves no output
+    return d / out
 
 
 def build_program(variant: str, name: str, program: str, include_first: Path | None = None) -> Path:

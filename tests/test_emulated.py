@@ -1,8 +1,10 @@
-"""The emulated CUDA tier (tests/_emulated.py): every CUDA kernel of csrc/ runs, in three builds - plain,
-AddressSanitizer + UBSan, ThreadSanitizer - on this machine, without a GPU, and a sanitizer report fails the run.
+"""The emulated CUDA tier (tests/_emulated.py): every CUDA kernel of csrc/ runs, in two builds - AddressSanitizer +
+UBSan and ThreadSanitizer (``_emulated.tested_variants()``) - on this machine, without a GPU, and a sanitizer report
+fails the run. A missing sanitizer runtime skips, and fails under CI=true.
 
 * test_emulated_build: per build, tests/emulated in a child process (the sanitizer runtime preloaded), and every
-  ``__global__`` kernel in csrc/ must have run there (a new kernel cannot skip the tier).
+  ``__global__`` kernel in csrc/ must have run there, its threads entering the body (a new kernel cannot skip the
+  tier); the log gets the child's test count.
 * test_*_is_caught: deliberately broken copies of real kernels (a removed __syncthreads, a loop bound one past the
   end, a vector load through a misaligned pointer, a lane leaving before a warp collective) built against the
   emulator, and the matching build must report each one at its source line.
@@ -33,10 +35,19 @@ def _run_child(variant: str, args: list, env: dict, timeout: int) -> subprocess.
                           cwd=TESTS.parent)
 
 
-@pytest.mark.parametrize("variant", list(_emulated.VARIANTS))
-def test_emulated_build(variant, tmp_path):
-    if _emulated.runtime_library(variant) is None and _emulated.VARIANTS[variant]["runtime"]:
-        pytest.skip(f"the compiler has no {_emulated.VARIANTS[variant]['runtime']}")
+def skip_or_fail_without_runtime(variant: str) -> None:
+    """Skips (fails under CI=true) when the compiler has no runtime for ``variant``'s sanitizer."""
+    lib = _emulated.VARIANTS[variant]["runtime"]
+    if lib and _emulated.runtime_library(variant) is None:
+        msg = f"the compiler has no {lib}: the {variant} build cannot run"
+        if _emulated.strict():
+            pytest.fail(msg + " (CI=true: a missing sanitizer runtime fails)")
+        pytest.skip(msg)
+
+
+@pytest.mark.parametrize("variant", _emulated.tested_variants())
+def test_emulated_build(variant, tmp_path, capsys):
+    skip_or_fail_without_runtime(variant)
     so = _emulated.build(variant)
     env = _emulated.child_env(variant, so)
     report = tmp_path / "kernels.json"
@@ -48,6 +59,12 @@ def test_emulated_build(variant, tmp_path):
     assert r.returncode == 0, f"the emulated tests failed in the {variant} build (exit {r.returncode}):\n{out}"
     for bad in ("ERROR: AddressSanitizer", "runtime error:", "WARNING: ThreadSanitizer"):
         assert bad not in out, out
+    summary = re.findall(r"^=+ (.*\d+ passed.*) =+$", r.stdout, re.M)
+    assert summary, f"no pytest summary from the {variant} child:\n{out}"
+    passed = int(re.search(r"(\d+) passed", summary[-1]).group(1))
+    with capsys.disabled():  # the log says how many emulated tests each build ran
+        print(f"\n[emulated {variant}] tests/emulated: {summary[-1]}", flush=True)
+    assert passed >= 50, f"only {passed} emulated tests passed in the {variant} build: {summary[-1]}"
     ran = json.loads(report.read_text())
     missing = sorted(_emulated.cuda_kernels_in_source() - set(ran))
     assert not missing, f"CUDA kernels in csrc/ that no emulated test ran ({variant} build): {missing}"
@@ -150,9 +167,7 @@ def mutated(tmp: Path, header: str, old: str, new: str) -> Path:
 
 
 def run_program(variant: str, name: str, include_first, mode: str) -> subprocess.CompletedProcess:
-    lib = _emulated.VARIANTS[variant]["runtime"]
-    if lib and _emulated.runtime_library(variant) is None:
-        pytest.skip(f"the compiler has no {lib}")
+    skip_or_fail_without_runtime(variant)
     exe = _emulated.build_program(variant, name, PROGRAM, include_first)
     env = _emulated.child_env(variant, exe)
     env.pop("LD_PRELOAD", None)  # the program is linked with its sanitizer runtime
@@ -197,7 +212,8 @@ def test_real_foreach_kernel_is_race_free_under_tsan():
     ("hang", "deadlock: all 64 live threads of the block wait at barriers that cannot open"),
 ])
 def test_emulator_reports_divergent_collectives(mode, message):
-    r = run_program("plain", "probe_real", None, mode)
+    # the emulator's own checks: on the ASan+UBSan build, which the tier builds anyway (they do not depend on it)
+    r = run_program("asan", "probe_real", None, mode)
     assert r.returncode == 3 and message in r.stdout, r.stdout + r.stderr
     assert re.search(r"\.(cuh|cpp):\d+", r.stdout), r.stdout  # the report names the source line
     assert f"{mode}_kernel" in r.stdout, r.stdout  # and the kernel

@@ -22,15 +22,17 @@ def ops():
 
 
 def launches(emu, kernel: str | None = None) -> list[dict]:
-    """The launches recorded since the test began: name (short), full (instantiation), grid, block, smem, ran."""
+    """The launches recorded since the test began: name (short), full (instantiation), grid, block, smem, ran (blocks
+    run), entered (kernel threads that entered the body)."""
     out = []
     for e in emu.events():
-        m = re.match(r"launch (.*?) grid=(\d+) block=(\d+) smem=(\d+) ran=(\d+)$", e)
+        m = re.match(r"launch (.*?) grid=(\d+) block=(\d+) smem=(\d+) ran=(\d+) entered=(\d+)$", e)
         if not m:
             continue
         short = re.search(r"tensorops::kernels::(\w+)", m.group(1))
         d = {"name": short.group(1) if short else m.group(1), "full": m.group(1), "grid": int(m.group(2)),
-             "block": int(m.group(3)), "smem": int(m.group(4)), "ran": int(m.group(5))}
+             "block": int(m.group(3)), "smem": int(m.group(4)), "ran": int(m.group(5)),
+             "entered": int(m.group(6))}
         if kernel is None or d["name"] == kernel:
             out.append(d)
     return out

@@ -48,8 +48,10 @@ def _device_state(emu):
     emu.set_block_filter([])
     yield
     for e in emu.events():
-        m = re.match(r"launch .*?tensorops::kernels::(\w+)(.*) grid=", e)
-        if m:
+        # a kernel counts as run only where threads executed its body: a launch whose block filter matched no block
+        # (ran=0), or that failed before any thread entered, proves nothing
+        m = re.match(r"launch .*?tensorops::kernels::(\w+)(.*) grid=(\d+) block=(\d+) smem=\d+ ran=(\d+) entered=(\d+)$", e)
+        if m and int(m.group(3)) * int(m.group(4)) > 0 and int(m.group(5)) > 0 and int(m.group(6)) > 0:
             _RAN.setdefault(m.group(1), set()).add(m.group(1) + m.group(2))
     emu.set_capturing(False)
     emu.set_block_filter([])

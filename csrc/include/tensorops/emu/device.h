@@ -301,7 +301,8 @@ inline Launch& current_launch() {
 // ---- what the launches and the runtime stand-ins did (read by the tests through the emulated module) -----------
 struct Record {
   std::mutex m;
-  std::vector<std::string> events;  // "launch <kernel> grid=G block=B smem=S ran=R", "pinned_alloc", ...
+  std::vector<std::string> events;  // "launch <kernel> grid=G block=B smem=S ran=R entered=E", "pinned_alloc", ...
+  // (R: blocks run, after the block filter; E: kernel threads that entered the body, over all those blocks)
   std::vector<int64_t> block_filter;  // blocks to run (negative: from the end); empty: all
   bool capturing = false;             // what stream_capturing() answers
 };
@@ -369,6 +370,7 @@ inline void launch(const void* kernel, dim3 grid, dim3 block, size_t smem, const
   size_t block_no = 0;
   bool stop = false;
   std::string thread_error;
+  std::atomic<int64_t> entered{0};  // (block, thread) pairs that called the kernel body
   if (!run.empty()) L.begin_block();
   auto worker = [&](int t) {
     place = ThreadPlace{&L, t};
@@ -385,6 +387,7 @@ inline void launch(const void* kernel, dim3 grid, dim3 block, size_t smem, const
       blockIdx = uint3{static_cast<unsigned>(b % grid.x), static_cast<unsigned>((b / grid.x) % grid.y),
                        static_cast<unsigned>(b / (int64_t{grid.x} * grid.y))};
       try {
+        entered.fetch_add(1, std::memory_order_relaxed);
         body();
       } catch (const Abort&) {
       } catch (const std::exception& e) {
@@ -417,7 +420,8 @@ inline void launch(const void* kernel, dim3 grid, dim3 block, size_t smem, const
     for (auto& th : pool) th.join();
   }
   add_event("launch " + name + " grid=" + std::to_string(nblocks) + " block=" + std::to_string(threads) +
-            " smem=" + std::to_string(smem) + " ran=" + std::to_string(run.size()));
+            " smem=" + std::to_string(smem) + " ran=" + std::to_string(run.size()) +
+            " entered=" + std::to_string(entered.load()));
   if (L.aborted()) throw std::runtime_error("tensorops emulator: " + name + ": " + L.error());
 }
 
