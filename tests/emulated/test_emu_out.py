@@ -53,7 +53,7 @@ def test_normalize_tensor_out_and_many_channels(emu):
     mean, std = [i / 100 for i in range(c)], [0.5 + i / 200 for i in range(c)]
     out = torch.empty(1, c, 3, 4)
     ops().normalize_out(x, mean, std, 1, 1 / 255, torch.float32, torch.preserve_format, out=out)
-    torch.testing.assert_close(out, reference.normalize(x, mean, std, dim=1, scale=1 / 255), **TOL)
+    torch.testing.assert_close(out, reference.normalize(x, mean, std, dim=1, scale=1 / 255, dtype=torch.float32), **TOL)
 
 
 def test_normalize_out_bad_out_raises_before_launch(emu):
