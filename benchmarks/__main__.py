@@ -7,7 +7,9 @@ import os
 import sys
 from typing import List, Optional
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+# a run writes here unless told otherwise (git ignores it), so running the benchmarks never changes the published
+# results in benchmarks/results/ that the docs' tables are generated from: publish with --out benchmarks/results
+DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "local")
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -28,7 +30,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--ops", default=choices,
                    help=f"comma-separated subset of {choices}, or a benchmark module's name (cat_split: cat,split) "
                    "(default: all)")
-    p.add_argument("--out", default=DEFAULT_OUT, help="directory for the JSON and PNG (default: benchmarks/results/)")
+    p.add_argument("--out", default=DEFAULT_OUT, help="directory for the JSON and PNG (default: benchmarks/results/local/, ignored by git; "
+                   "--out benchmarks/results publishes a run, then python -m benchmarks.docs_tables)")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile column")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--threads", type=int, default=None,

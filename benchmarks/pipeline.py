@@ -256,7 +256,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--workers", default="0,2", help="num_workers values, comma-separated (default 0,2)")
     p.add_argument("--load", type=int, default=0, metavar="N", help="N busy background processes (benchmarks/load.py)")
     p.add_argument("--load-limit", type=float, default=DEFAULT_LIMIT_S, metavar="S")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "local"),
+                   help="default benchmarks/results/local/ (ignored by git); --out benchmarks/results publishes")
     args = p.parse_args(argv)
     grid = "quick" if args.quick else "full"
     files, rounds = GRID[grid]

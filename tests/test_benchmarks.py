@@ -131,6 +131,13 @@ def test_rows_needing_a_missing_package_are_skipped_and_said(monkeypatch, capsys
     assert "skipped 2 bogus row(s): they need tensorops_no_such_package" in capsys.readouterr().out
 
 
+def test_runs_never_overwrite_the_published_results():
+    # the Quickstart's demo ran into benchmarks/results/ and the docs' generated tables then disagreed with it
+    published = REPO / "benchmarks" / "results"
+    assert Path(cli.DEFAULT_OUT).parent == published and Path(cli.DEFAULT_OUT) != published
+    assert "benchmarks/results/local/" in (REPO / ".gitignore").read_text().splitlines()
+
+
 def test_ops_come_from_the_registry():
     ops = harness.benchmarked_ops()
     assert ops and set(ops) <= set(registry.OPS)
