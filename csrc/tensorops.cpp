@@ -16,7 +16,13 @@
 // The kernel writes `out` itself, after checking it (shape, dtype, device, no overlap) before any work. An op of its
 // own, not an `.out` overload: Inductor (torch 2.14) swaps a functional op for an `.out` overload of its packet and
 // then passes float[] arguments flattened (tensorops::normalize.out got 12 arguments), so it must not find one.
+// torch.Tag.out is new in torch 2.14 (2.11, the GPU machine's, lacks it): there the op is defined untagged.
+#include <torch/version.h>
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 14)
 #define TENSOROPS_DEF_OUT(m, name, args) m.def(name "_out(" args ", *, Tensor(a!) out) -> Tensor(a!)", {at::Tag::out})
+#else
+#define TENSOROPS_DEF_OUT(m, name, args) m.def(name "_out(" args ", *, Tensor(a!) out) -> Tensor(a!)")
+#endif
 
 TENSOROPS_DEFINE_LIBRARY(TENSOROPS_LIBRARY, m) {
   // ----- normalize (tensorops/normalize.py) -----------------------------------------------------------------
