@@ -24,7 +24,7 @@ def _call(images: Union[torch.Tensor, List[torch.Tensor]], args: tuple, direct: 
     caller, _checks.check_out)."""
     name = kind if isinstance(images, torch.Tensor) else kind + "_list"
     if out is not None:
-        return _routing.call_out(getattr(torch.ops.tensorops, name + "_out").default, (images, *args), out)
+        return _routing.call_out(name, (images, *args), out)
     op = getattr(torch.ops.tensorops, name).default
     if direct:
         return op(images, *args)

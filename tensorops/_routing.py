@@ -107,12 +107,15 @@ def forward_below_autograd(opname: str):
     return staticmethod(forward)
 
 
-def call_out(op, args: tuple, out: torch.Tensor) -> torch.Tensor:
-    """Runs an op's ``<op>_out`` op on checked arguments (``_checks.check_out``: nothing requires grad) and
+def call_out(name: str, args: tuple, out: torch.Tensor) -> torch.Tensor:
+    """Runs the op ``name``'s ``<name>_out`` op on checked arguments (``_checks.check_out``: nothing requires grad) and
     returns ``out``: below autograd in plain eager, with ``out``'s version counter bumped as torch's in-place
     kernels bump it; through the dispatcher (the op's autograd kernel, :func:`_extension.register_out_autograd`)
     under torch.compile, forward AD or a torch.func transform."""
+    op = getattr(torch.ops.tensorops, name + "_out").default
     if not _extension.plain_eager():
+        if not _OUT_TAG:  # torch < 2.14 cannot functionalize a custom op that returns its out: the functional op
+            return out.copy_(getattr(torch.ops.tensorops, name).default(*args))
         return op(*args, out=out)
     with _below_autograd():
         op(*args, out=out)
@@ -121,3 +124,5 @@ def call_out(op, args: tuple, out: torch.Tensor) -> torch.Tensor:
 
 
 _increment_version = torch._C._increment_version
+# torch.Tag.out (torch 2.14+) is what lets torch.compile and torch.func functionalize the <op>_out ops
+_OUT_TAG = hasattr(torch.Tag, "out")

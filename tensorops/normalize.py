@@ -180,7 +180,7 @@ def normalize(
             ), out)
         args = (input, mean_values, std_values, dim, scale, dtype, memory_format)
         if out is not None:
-            return _routing.call_out(torch.ops.tensorops.normalize_out.default, args, out)
+            return _routing.call_out("normalize", args, out)
         return _routing.call(torch.ops.tensorops.normalize.default, _Normalize, _normalize_apply_args(*args), args)
 
     acc = reference.acc_dtype(dtype)
@@ -191,7 +191,7 @@ def normalize(
             reference.normalize(input, m, s, dim=dim, scale=scale, dtype=dtype, memory_format=memory_format), out)
     args = (input, m, s, scale, dtype, memory_format)
     if out is not None:
-        return _routing.call_out(torch.ops.tensorops.normalize_tensor_out.default, args, out)
+        return _routing.call_out("normalize_tensor", args, out)
     return _routing.call(torch.ops.tensorops.normalize_tensor.default, _NormalizeTensor, args)
 
 

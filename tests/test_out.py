@@ -198,7 +198,10 @@ def test_out_overloads_opcheck(sample):
     op = getattr(torch.ops.tensorops, name + "_out").default
     assert not HAS_OUT_TAG or torch.Tag.out in op.tags
     out = torch.empty(shape)
-    torch.library.opcheck(op, args, {"out": out})
+    # torch < 2.14 cannot functionalize a custom op returning its out (no torch.Tag.out): there the wrappers run the
+    # functional op under torch.compile (tensorops._routing.call_out), and opcheck's AOT test does not apply
+    utils = None if HAS_OUT_TAG else ("test_schema", "test_autograd_registration", "test_faketensor")
+    torch.library.opcheck(op, args, {"out": out}, **({} if utils is None else {"test_utils": utils}))
     r = op(*args, out=out)
     assert r is out
     torch.testing.assert_close(out, getattr(torch.ops.tensorops, name).default(*args))
@@ -230,6 +233,9 @@ def test_compile_fullgraph_with_out(case):
     torch.testing.assert_close(out, call())
     torch.testing.assert_close(r, out)  # (AOT returns its functional result for a mutated input's alias)
     targets = [n.target for g in graphs for n in g.graph.nodes if n.op == "call_function"]
+    if not HAS_OUT_TAG:  # torch < 2.14: the functional op, then a copy into out (tensorops._routing.call_out)
+        assert any(isinstance(t, torch._ops.OpOverload) and t.namespace == "tensorops" for t in targets), targets
+        return
     assert any(isinstance(t, torch._ops.OpOverload) and t.namespace == "tensorops" and t._opname.endswith("_out")
                for t in targets), f"{name}: the compiled graph does not call an _out op: {targets}"
     assert torch.ops.aten.copy_.default not in targets and "copy_" not in [getattr(t, "__name__", "") for t in targets]
