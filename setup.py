@@ -94,6 +94,45 @@ def ray_extra(torch_version: str) -> list:
     return [f"torch=={torch_version.split('+')[0]}", "ray[data,train]>=2.60"]
 
 
+def find_libjpeg():
+    """(include_dir, library_dir, version) of a libjpeg-turbo >= 2.0 (its libjpeg API: jpeglib.h with
+    jpeg_crop_scanline and jpeg_skip_scanlines, the partial decode), or (None, None, why not).
+
+    Looked up in $TENSOROPS_LIBJPEG_DIR (a prefix with include/ and lib/), $CONDA_PREFIX, then /usr and
+    /usr/local (Debian/Ubuntu: apt install libjpeg-dev or libjpeg-turbo8-dev). TENSOROPS_LIBJPEG=0 builds
+    without it: the decode op then decodes through torchvision or PIL (and warns once)."""
+    if os.environ.get("TENSOROPS_LIBJPEG", "").strip() == "0":
+        return None, None, "TENSOROPS_LIBJPEG=0"
+    prefixes = [os.environ.get("TENSOROPS_LIBJPEG_DIR"), os.environ.get("CONDA_PREFIX"), "/usr", "/usr/local"]
+    for prefix in filter(None, prefixes):
+        header = os.path.join(prefix, "include", "jpeglib.h")
+        if not os.path.isfile(header):
+            continue
+        with open(header, encoding="latin-1") as f:
+            text = f.read()
+        if "jpeg_crop_scanline" not in text or "jpeg_skip_scanlines" not in text:
+            log(f"{header} has no jpeg_crop_scanline/jpeg_skip_scanlines (IJG libjpeg, not libjpeg-turbo >= 2.0)")
+            continue
+        version = "unknown version"
+        for conf in [os.path.join(prefix, "include", "jconfig.h"),
+                     *glob.glob(os.path.join(prefix, "include", "*", "jconfig.h"))]:
+            if not os.path.isfile(conf):
+                continue
+            with open(conf, encoding="latin-1") as f:
+                m = re.search(r"LIBJPEG_TURBO_VERSION\s+([0-9.]+)", f.read())
+            if m:
+                version = m.group(1)
+                break
+        libs = glob.glob(os.path.join(prefix, "lib*", "libjpeg.so*")) + glob.glob(
+            os.path.join(prefix, "lib*", "*", "libjpeg.so*"))
+        libdir = os.path.dirname(sorted(libs)[0]) if libs else None
+        if libdir is None:
+            log(f"{header} found but no libjpeg.so under {prefix}/lib*")
+            continue
+        return os.path.join(prefix, "include"), libdir, version
+    return None, None, "no jpeglib.h with libjpeg-turbo's partial decode in " + ", ".join(filter(None, prefixes))
+
+
 def cpu_sources() -> list:
     """The C++ sources of every build: the schemas and module, csrc/host (the host-side code of every op family,
     compiled once by the C++ compiler for CPU and CUDA) and the CPU kernels (.ci/asan_build.py builds these too)."""
@@ -149,17 +188,31 @@ def main() -> None:
     ]
     sources = cpu_sources()
     include_dirs = [os.path.join(HERE, "csrc", "include")]
+    libraries, library_dirs = [], []
+    jpeg_include, jpeg_lib, jpeg_version = find_libjpeg()
+    if jpeg_include:
+        log(f"libjpeg-turbo {jpeg_version}: {jpeg_include}, {jpeg_lib} (the decode op's partial decode)")
+        macros.append(("TENSOROPS_WITH_LIBJPEG", "1"))
+        if jpeg_include not in ("/usr/include",):
+            include_dirs.append(jpeg_include)
+        library_dirs.append(jpeg_lib)
+        libraries.append("jpeg")
+    else:
+        log(f"libjpeg-turbo not found ({jpeg_version}): decode_resized_crop_mirror_normalize will decode through "
+            "torchvision or PIL")
     if with_cuda:
         sources += sorted(glob.glob("csrc/cuda/*.cu"))
         macros.append(("TENSOROPS_WITH_CUDA", "1"))
         ext = CUDAExtension(
             f"{NAME}._C", sources, include_dirs=include_dirs, define_macros=macros,
             extra_compile_args={"cxx": cxx, "nvcc": nvcc}, extra_link_args=link,
+            libraries=libraries, library_dirs=library_dirs,
         )
     else:
         ext = CppExtension(
             f"{NAME}._C", sources, include_dirs=include_dirs, define_macros=macros,
             extra_compile_args={"cxx": cxx}, extra_link_args=link,
+            libraries=libraries, library_dirs=library_dirs,
         )
     log(f"extra [torchvision]: {', '.join(torchvision_extra(torch.__version__))}")
     log(f"extra [ray]: {', '.join(ray_extra(torch.__version__))}")

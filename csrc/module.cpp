@@ -3,6 +3,7 @@
 #include <Python.h>
 
 #include "tensorops/cpu_isa.h"
+#include "tensorops/jpeg.h"
 #include "tensorops/plan.h"
 
 // ----- fast eager entry points (csrc/cpu/py_entry.cpp) ------------------------------------------------------
@@ -25,9 +26,10 @@ PyObject* build_info(PyObject*, PyObject*) {
   PyObject* cuda = Py_False;
 #endif
   // max_kernel_dims: the most dimensions a kernel's iteration plan holds; tensors with more go to native torch
-  return Py_BuildValue("{s:s,s:s,s:O,s:s,s:i}", "version", TENSOROPS_VERSION, "torch", TENSOROPS_TORCH_VERSION,
+  // libjpeg: the libjpeg-turbo version the decode op's partial decode was built with ("" without it)
+  return Py_BuildValue("{s:s,s:s,s:O,s:s,s:i,s:s}", "version", TENSOROPS_VERSION, "torch", TENSOROPS_TORCH_VERSION,
                        "cuda", cuda, "cuda_archs", TENSOROPS_CUDA_ARCHS, "max_kernel_dims",
-                       static_cast<int>(tensorops::kMaxPlanDims));
+                       static_cast<int>(tensorops::kMaxPlanDims), "libjpeg", tensorops::jpeg::version());
 }
 
 // cpu_isa() -> "avx512" | "avx2" | "base": the build of the CPU loops in use (cpu_isa.h; TENSOROPS_CPU_ISA caps it).

@@ -124,4 +124,23 @@ TENSOROPS_DEFINE_LIBRARY(TENSOROPS_LIBRARY, m) {
       "Tensor[] images, Tensor mean, Tensor std, Tensor boxes, Tensor mirror, int[2] size, int dim, "
       "float scale, int interpolation, bool antialias, bool crop_first, ScalarType dtype, "
       "MemoryFormat memory_format, int channels, float fill, bool pad");
+
+  // ----- decode_resized_crop_mirror_normalize (tensorops/decode.py) ----------------------------------------
+  // resized_crop_mirror_normalize from encoded images: data[n] is a JPEG's bytes (1-d uint8), decoded in part
+  // (only the rows and columns its box's filter reads, libjpeg-turbo) right before it is resampled, or an image
+  // already decoded elsewhere (3-d uint8 HWC, 3 channels). Boxes are in the full image's pixels; the result
+  // equals resized_crop_mirror_normalize of the fully decoded RGB images. max_pixels > 0 refuses larger headers.
+  // A sample that cannot be decoded raises (skip_errors false: the first such sample's error, a ValueError
+  // naming it) or is filled with `fill` (skip_errors true). Returns the batch and which samples failed (bool).
+  m.def(
+      "decode_resized_crop_mirror_normalize(Tensor[] data, Tensor mean, Tensor std, Tensor boxes, Tensor mirror, "
+      "int[2] size, float scale, int interpolation, bool antialias, bool crop_first, ScalarType dtype, "
+      "MemoryFormat memory_format, int channels, float fill, bool pad, int max_pixels, bool skip_errors) "
+      "-> (Tensor, Tensor)");
+  // The same into out (checked first, written directly): returns which samples failed.
+  m.def(
+      "decode_resized_crop_mirror_normalize_out(Tensor[] data, Tensor mean, Tensor std, Tensor boxes, "
+      "Tensor mirror, int[2] size, float scale, int interpolation, bool antialias, bool crop_first, "
+      "ScalarType dtype, MemoryFormat memory_format, int channels, float fill, bool pad, int max_pixels, "
+      "bool skip_errors, *, Tensor(a!) out) -> Tensor");
 }

@@ -7,12 +7,13 @@ from tensorops.foreach import clamp, clamp_, clip_grad_value_  # tensorops.clamp
 from tensorops.stack_chunk import chunk, stack
 from tensorops.crop_mirror_normalize import crop_mirror_normalize
 from tensorops.resized_crop_mirror_normalize import resized_crop_mirror_normalize
+from tensorops.decode import decode_resized_crop_mirror_normalize
 from tensorops import data
 
 __all__ = [
     "__version__", "build_info", "is_compiled", "normalize", "Normalize", "clamp", "clamp_", "clip_grad_value_",
     "cat", "split", "stack", "chunk", "crop_mirror_normalize",
-    "resized_crop_mirror_normalize", "data",
+    "resized_crop_mirror_normalize", "decode_resized_crop_mirror_normalize", "data", "io",
 ]
 
 

@@ -25,6 +25,7 @@
 #include "tensorops/resize.h"
 #include "tensorops/resize_entries.h"
 #include "tensorops/resize_host.h"
+#include "resize_cpu.h"
 
 namespace tensorops {
 namespace {
@@ -164,8 +165,16 @@ void pass(const Plan<out_t, acc_t>& P, int64_t begin, int64_t end) {
   TENSOROPS_CPU_DISPATCH(rows_pass<kC, in_t, out_t, acc_t>)(P, begin, end);
 }
 
+// Output sample n, every channel, as fill (a sample its source could not read).
+template <typename out_t, typename acc_t>
+void fill_sample(const Plan<out_t, acc_t>& P, int64_t n) {
+  for (int64_t c = 0; c < P.Cp; ++c)
+    for (int64_t i = 0; i < P.h; ++i)
+      for (int64_t j = 0; j < P.w; ++j) P.out[n * P.os_n + c * P.os_c + i * P.os_h + j * P.os_w] = P.fill_out;
+}
+
 template <typename in_t, typename out_t, typename acc_t>
-void run_typed(resize_host::Setup& r, acc_t scale, double fill) {
+void run_typed(resize_host::Setup& r, acc_t scale, double fill, resize_cpu::SampleSource* source) {
   const cmn_host::Setup& s = r.base;
   const int64_t N = s.N, C = s.C;
   Plan<out_t, acc_t> P;
@@ -238,22 +247,46 @@ void run_typed(resize_host::Setup& r, acc_t scale, double fill) {
       default: pass<0, in_t, out_t, acc_t>(P, begin, end); break;
     }
   };
-  parallel_for_bytes(0, N * s.h, work, body);
+  if (source == nullptr) {
+    parallel_for_bytes(0, N * s.h, work, body);
+    return;
+  }
+  // a source: each sample prepared (decoded) on the thread that then resamples it, samples in parallel
+  for (int64_t n = 0; n < N; ++n) {
+    const SampleTaps<acc_t> T = P.taps(n);
+    work += source->cost(n, T.y.span * T.x.span);
+  }
+  parallel_for_bytes(0, N, work, [&](int64_t begin, int64_t end) {
+    std::vector<uint8_t> scratch;
+    for (int64_t n = begin; n < end; ++n) {
+      const SampleTaps<acc_t> T = P.taps(n);
+      if (source->prepare(n, r.samples[n], T.y.base, T.y.base + T.y.span, T.x.base, T.x.base + T.x.span, scratch))
+        body(n * s.h, (n + 1) * s.h);
+      else
+        fill_sample(P, n);
+    }
+  });
 }
 
-void run(resize_host::Setup& r, double scale, double fill) {
+void run_with(resize_host::Setup& r, double scale, double fill, resize_cpu::SampleSource* source) {
   if (r.base.out.numel() == 0) return;
   TENSOROPS_DISPATCH_NORMALIZE_INPUT(r.base.in_dtype, "resized_crop_mirror_normalize", [&] {
     using in_t = scalar_t;
     TENSOROPS_DISPATCH_RESIZE_OUT(r.base.out.scalar_type(), "resized_crop_mirror_normalize_out", [&] {
       using out_t = scalar_t;
       using acc_t = std::conditional_t<std::is_same_v<out_t, double>, double, float>;  // as r.base.acc
-      run_typed<in_t, out_t, acc_t>(r, static_cast<acc_t>(scale), fill);
+      run_typed<in_t, out_t, acc_t>(r, static_cast<acc_t>(scale), fill, source);
     });
   });
 }
 
+void run(resize_host::Setup& r, double scale, double fill) { run_with(r, scale, fill, nullptr); }
+
 }  // namespace
+
+void resize_cpu::run_from(resize_host::Setup& r, double scale, double fill, resize_cpu::SampleSource& source) {
+  run_with(r, scale, fill, &source);
+}
 
 TORCH_LIBRARY_IMPL(tensorops, CPU, m) {
   resize_entries::register_ops<&run>(m);

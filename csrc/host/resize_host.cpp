@@ -108,5 +108,14 @@ Setup setup_list(at::TensorList images, const Args& a) {
   return r;
 }
 
+Setup setup_described(std::vector<cmn::Sample> samples, int64_t C, at::TensorList inputs, const Args& a) {
+  TENSOROPS_CHECK_VALUE(!inputs.empty(), "data", "is an empty list");
+  Setup r;
+  r.base.C = C;
+  r.base.samples = std::move(samples);
+  finish(r, inputs, a);
+  return r;
+}
+
 }  // namespace resize_host
 }  // namespace tensorops

@@ -1,6 +1,8 @@
 """DataLoader ``collate_fn``s that crop (and resize), mirror and normalize a batch of images in one pass."""
 from __future__ import annotations
 
+import os
+import warnings
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -145,8 +147,11 @@ class ResizedCropMirrorNormalizeCollate(Seeded):
                  resize_size: Optional[int] = None, interpolation: Any = "bilinear", antialias: bool = True,
                  mirror_prob: float = 0.5, generator: Optional[torch.Generator] = None, dim: int = -3,
                  dtype: Optional[torch.dtype] = None, memory_format: torch.memory_format = torch.contiguous_format,
-                 pad_channels: Optional[int] = None, fill: float = 0.0) -> None:
+                 pad_channels: Optional[int] = None, fill: float = 0.0, on_error: str = "raise") -> None:
         self._common(_RFN, size, mirror_prob, generator)
+        if on_error not in ("raise", "drop"):
+            raise ValueError(f"{_RFN}on_error must be \"raise\" or \"drop\", got {on_error!r}")
+        self.on_error = on_error
         if not (len(scale) == 2 and 0 < scale[0] <= scale[1]):
             raise ValueError(f"{_RFN}scale must be (min, max) with 0 < min <= max, got {scale!r}")
         if not (len(ratio) == 2 and 0 < ratio[0] <= ratio[1]):
@@ -196,6 +201,8 @@ class ResizedCropMirrorNormalizeCollate(Seeded):
 
     def __call__(self, samples: Sequence[Tuple[Any, Any]]) -> Tuple[torch.Tensor, Any]:
         images, labels = _pairs(samples, _RFN)
+        if all(_encoded(im) for im in images):
+            return self._decode(images, labels)
         dim = self.dim
         if not all(isinstance(im, torch.Tensor) for im in images):
             # PIL images and numpy arrays are HWC: every image as an HWC view (tensors of CHW permuted, no copy)
@@ -211,3 +218,66 @@ class ResizedCropMirrorNormalizeCollate(Seeded):
             crop_first=self.train,
         )
         return batch, default_collate(labels)
+
+    def _decode(self, items: List[Any], labels: List[Any]) -> Tuple[torch.Tensor, Any]:
+        """Encoded samples (bytes, 1-D uint8 tensors or arrays, or file paths read here): sizes from the
+        headers, the same boxes as for the decoded images, then :func:`tensorops.decode_resized_crop_mirror_normalize`.
+        With ``on_error="drop"`` a sample that cannot be read or decoded leaves the batch (and its label), with one
+        warning per path (or batch index); a batch of no good sample is an empty batch."""
+        from tensorops import io
+        from tensorops.decode import decode_resized_crop_mirror_normalize
+
+        paths = [os.fspath(it) if isinstance(it, (str, os.PathLike)) else None for it in items]
+        named = [p if p is not None else f"batch index {k}" for k, p in enumerate(paths)]
+        data: List[Any] = []
+        sizes: List[Tuple[int, int]] = []
+        bad: List[Tuple[int, str]] = []
+        for k, it in enumerate(items):
+            try:
+                d = io.read_file(paths[k]) if paths[k] is not None else it
+                H, W, _ = io.image_size(d)
+            except (OSError, ValueError) as e:
+                if self.on_error == "raise":
+                    raise ValueError(f"{_RFN}sample {k} ({named[k]}): {e}") from None
+                bad.append((k, str(e)))
+                d, H, W = b"", 1, 1
+            data.append(d)
+            sizes.append((H, W))
+        boxes, mirror = self.boxes(sizes)  # every sample draws, failed or not: the same stream either way
+        kwargs = dict(size=self.size, boxes=boxes, mirror=mirror, interpolation=self.interpolation,
+                      antialias=self.antialias, dtype=self.dtype, memory_format=self.memory_format,
+                      pad_channels=self.pad_channels, fill=self.fill, out_of_bounds="pad", crop_first=self.train,
+                      paths=named)
+        if self.on_error == "raise":
+            batch = decode_resized_crop_mirror_normalize(data, self.mean, self.std, **kwargs)
+            return batch, default_collate(labels)
+        batch, failed = decode_resized_crop_mirror_normalize(data, self.mean, self.std, on_error="fill", **kwargs)
+        for k, why in bad:
+            failed[k] = True
+        keep = (~failed).nonzero().flatten()
+        for k in failed.nonzero().flatten().tolist():
+            _warn_once(named[k], f"{_RFN}dropped {named[k]}: it cannot be decoded"
+                       + next((f" ({why})" for j, why in bad if j == k), ""))
+        if len(keep) == len(items):
+            return batch, default_collate(labels)
+        kept = keep.tolist()
+        good = [labels[k] for k in kept]
+        return batch.index_select(0, keep), (default_collate(good) if good else torch.empty(0, dtype=torch.int64))
+
+
+def _encoded(item: Any) -> bool:
+    """An image still encoded: bytes, a 1-D uint8 tensor or array (a file's bytes), or a path to read."""
+    if isinstance(item, (bytes, bytearray, memoryview, str, os.PathLike)):
+        return True
+    if isinstance(item, torch.Tensor):
+        return item.dim() == 1 and item.dtype == torch.uint8
+    return isinstance(item, np.ndarray) and item.ndim == 1 and item.dtype == np.uint8
+
+
+_WARNED: set = set()
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key not in _WARNED:
+        _WARNED.add(key)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)

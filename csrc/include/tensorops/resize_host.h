@@ -42,6 +42,9 @@ struct Args {
 
 Setup setup_batch(const at::Tensor& images, const Args& a);
 Setup setup_list(at::TensorList images, const Args& a);
+// Images the caller describes (samples: address, strides and size per image; C channels): the decode op's,
+// whose pixels are not in memory yet. `inputs`: the tensors they come from (dtype, device, out='s overlaps).
+Setup setup_described(std::vector<cmn::Sample> samples, int64_t C, at::TensorList inputs, const Args& a);
 
 }  // namespace resize_host
 }  // namespace tensorops

@@ -1,0 +1,58 @@
+// libjpeg-turbo behind a plain-data interface (host/jpeg.cpp): reading a JPEG's header, and decoding one region
+// of it (rows [y0, y1), columns from x0 to x1 widened to the iMCU grid) as interleaved 8-bit rows.
+//
+// libjpeg reports errors by longjmp. Each function here keeps its setjmp in one small frame that holds plain
+// data only (no destructors for a longjmp to skip) and frees what libjpeg allocated on every path; callers get a
+// return code and a message, which the op turns into a C++ exception outside that frame. libjpeg's warnings
+// (corrupt data, a premature end of the file) are errors here: a damaged image never comes out silently wrong.
+//
+// Built without libjpeg (TENSOROPS_WITH_LIBJPEG unset), every function fails with a message that says so.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace tensorops {
+namespace jpeg {
+
+constexpr size_t kMessageBytes = 256;
+
+// Colour as the decoder delivers it: 3 components (RGB, from YCbCr, RGB or grayscale JPEGs) or 4 (CMYK, from
+// CMYK or YCCK JPEGs, as stored: Adobe's convention, 255 - ink).
+struct Info {
+  int64_t height = 0, width = 0;
+  int components = 0;  // what decode_region writes per pixel: 3 or 4
+  bool progressive = false;
+};
+
+// A region request and what was decoded.
+struct Region {
+  int64_t y0 = 0, y1 = 0, x0 = 0, x1 = 0;  // rows [y0, y1), columns [x0, x1) wanted
+  int64_t max_pixels = 0;                  // refuse headers declaring more pixels than this (0: no limit)
+  uint8_t* buffer = nullptr;               // rows of `stride` bytes, (y1 - y0) of them
+  size_t capacity = 0;                     // bytes at buffer (at least capacity_for())
+  int64_t dx0 = 0, width = 0;              // decoded columns [dx0, dx0 + width) (dx0 <= x0, dx0 + width >= x1)
+  int64_t stride = 0;                      // bytes per decoded row: width * components
+};
+
+// Whether this build has libjpeg-turbo's partial decode, and which version ("2.1.5"; "" without it).
+bool available();
+const char* version();
+
+// The header of `size` bytes at `data`: 0 and `info` set, or nonzero and `message` (kMessageBytes) set.
+int read_info(const uint8_t* data, size_t size, int64_t max_pixels, Info* info, char* message);
+
+// The bytes a region of rows [y0, y1) x columns [x0, x1) needs at most (its columns widened to the iMCU grid).
+size_t capacity_for(const Info& info, int64_t y0, int64_t y1, int64_t x0, int64_t x1);
+
+// Decodes region->[y0, y1) x [x0, x1) of the image into region->buffer: 0 and dx0, width, stride set, or
+// nonzero and `message` set. The values equal a full decode's in every requested pixel when the request is one
+// pixel wider than needed on each side (libjpeg's fancy upsampling reads chroma one pixel beyond).
+int decode_region(const uint8_t* data, size_t size, const Info& info, Region* region, char* message);
+
+// Decoded CMYK pixels (4 bytes each, as stored) to RGB in place (3 bytes each from the start), as Pillow gives
+// ImageFolder users: its JPEG reader takes every CMYK file as Adobe-inverted ("CMYK;I"), and convert("RGB")
+// computes R = (255 - K) - C (255 - K) / 255 in integers (its MULDIV255), likewise G from M and B from Y.
+void cmyk_to_rgb(uint8_t* pixels, int64_t count);
+
+}  // namespace jpeg
+}  // namespace tensorops

@@ -1,0 +1,89 @@
+"""decode_resized_crop_mirror_normalize's registrations on the compiled ops (fake kernels) and the paths that
+do not run them: encoded samples that are not JPEG, and builds without libjpeg-turbo, decode through
+torchvision.io or PIL into (H, W, 3) uint8 images, which the same op then resamples in place."""
+from __future__ import annotations
+
+import io as _io
+import warnings
+from typing import Optional
+
+import torch
+
+from tensorops import _checks, _extension
+
+NAME = "decode_resized_crop_mirror_normalize"
+JPEG_MAGIC = b"\xff\xd8\xff"
+
+
+def has_libjpeg() -> bool:
+    """Whether this build decodes JPEGs itself (libjpeg-turbo's partial decode)."""
+    return bool(_extension.build_info().get("libjpeg"))
+
+
+_WARNED = set()
+
+
+def warn_once(key: str, message: str) -> None:
+    if key not in _WARNED:
+        _WARNED.add(key)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def is_jpeg(data: torch.Tensor) -> bool:
+    return data.numel() >= 3 and bytes(data[:3].tolist()) == JPEG_MAGIC
+
+
+def decode_other(data: torch.Tensor, label: str) -> torch.Tensor:
+    """A whole image that the op does not decode itself, as a contiguous (H, W, 3) uint8 tensor: through
+    torchvision.io.decode_image (RGB) where torchvision is installed, else PIL's convert("RGB"), which is also
+    what CMYK JPEGs become in a build without libjpeg-turbo (torchvision inverts some of those). ``label``
+    names the sample in errors."""
+    from PIL import Image, UnidentifiedImageError
+
+    raw = data.numpy().tobytes()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            im = Image.open(_io.BytesIO(raw))
+            rgb = im.convert("RGB")
+    except UnidentifiedImageError:
+        raise ValueError(_checks.where(NAME) + f"{label}: not an image (neither JPEG nor a format Pillow reads; "
+                         f"first bytes {raw[:8]!r})") from None
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
+        raise ValueError(_checks.where(NAME) + f"{label}: cannot decode the image: {e}") from None
+    import numpy as np
+
+    return torch.from_numpy(np.array(rgb, dtype=np.uint8, copy=True))
+
+
+def _register() -> None:
+    lib = "tensorops::"
+
+    def fake(data, mean, std, boxes, mirror, size, scale, interpolation, antialias, crop_first, dtype,
+             memory_format, channels, fill, pad, max_pixels, skip_errors):
+        N = len(data)
+        out = torch.empty((N, channels, size[0], size[1]), dtype=dtype, device=data[0].device,
+                          memory_format=memory_format)
+        return out, torch.empty((N,), dtype=torch.bool, device=data[0].device)
+
+    def fake_out(data, mean, std, boxes, mirror, size, scale, interpolation, antialias, crop_first, dtype,
+                 memory_format, channels, fill, pad, max_pixels, skip_errors, *, out):
+        N = len(data)
+        _checks.check_out(NAME, out, (N, channels, size[0], size[1]), dtype, data[0].device)
+        return torch.empty((N,), dtype=torch.bool, device=data[0].device)
+
+    torch.library.register_fake(lib + NAME, fake)
+    torch.library.register_fake(lib + NAME + "_out", fake_out)
+
+
+def call(data, args: tuple, out: Optional[torch.Tensor]):
+    """The op (or its _out op) on prepared arguments: (batch, failed)."""
+    ops = torch.ops.tensorops
+    if out is None:
+        return ops.decode_resized_crop_mirror_normalize.default(data, *args)
+    failed = ops.decode_resized_crop_mirror_normalize_out.default(data, *args, out=out)
+    return out, failed
+
+
+if _extension.is_compiled() and hasattr(torch.ops.tensorops, NAME):
+    _register()
