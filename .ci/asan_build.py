@@ -50,13 +50,18 @@ def main() -> int:
         "-O1", "-fvisibility=hidden", *(["-fopenmp"] if openmp else []),
         "-DTORCH_API_INCLUDE_EXTENSION_H", "-DTORCH_EXTENSION_NAME=_C", f"-std={std}", *SAN,
     ]
+    jpeg_include, jpeg_lib, jpeg_version = tensorops_setup.find_libjpeg()  # as setup.py links it
+    if jpeg_include:
+        cflags += ["-DTENSOROPS_WITH_LIBJPEG=1", f"-I{jpeg_include}"]
     torch_lib = Path(torch.__file__).parent / "lib"
     ldflags = ["-shared", f"-L{torch_lib}", "-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python",
-               f"-Wl,-rpath,{torch_lib}", *(["-fopenmp"] if openmp else []), *SAN]
+               f"-Wl,-rpath,{torch_lib}", *(["-fopenmp"] if openmp else []), *SAN,
+               *([f"-L{jpeg_lib}", "-ljpeg"] if jpeg_include else [])]
     sources = [ROOT / s for s in tensorops_setup.cpu_sources()]
     name = "_C" + sysconfig.get_config_var("EXT_SUFFIX")
     print(f"asan_build: {len(sources)} sources, torch {torch.__version__}, -O1 {' '.join(SAN)}, "
-          f"precompiled torch headers, into {build_dir}", flush=True)
+          f"precompiled torch headers, libjpeg-turbo {jpeg_version if jpeg_include else 'absent'}, into {build_dir}",
+          flush=True)
     print("cflags: " + " ".join(cflags), flush=True)
     so = _emulated.ninja_build(build_dir, sources, cflags, ldflags, name, "asan cpu")
     syms = subprocess.run(["nm", "-D", "--undefined-only", str(so)], capture_output=True, text=True).stdout

@@ -8,7 +8,7 @@ from tensorops.stack_chunk import chunk, stack
 from tensorops.crop_mirror_normalize import crop_mirror_normalize
 from tensorops.resized_crop_mirror_normalize import resized_crop_mirror_normalize
 from tensorops.decode import decode_resized_crop_mirror_normalize
-from tensorops import data
+from tensorops import data, io
 
 __all__ = [
     "__version__", "build_info", "is_compiled", "normalize", "Normalize", "clamp", "clamp_", "clip_grad_value_",

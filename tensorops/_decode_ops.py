@@ -33,11 +33,12 @@ def is_jpeg(data: torch.Tensor) -> bool:
     return data.numel() >= 3 and bytes(data[:3].tolist()) == JPEG_MAGIC
 
 
-def decode_other(data: torch.Tensor, label: str) -> torch.Tensor:
+def decode_other(data: torch.Tensor, label: str, max_pixels: int = 0) -> torch.Tensor:
     """A whole image that the op does not decode itself, as a contiguous (H, W, 3) uint8 tensor: through
     torchvision.io.decode_image (RGB) where torchvision is installed, else PIL's convert("RGB"), which is also
     what CMYK JPEGs become in a build without libjpeg-turbo (torchvision inverts some of those). ``label``
-    names the sample in errors."""
+    names the sample in errors; an image declaring more than ``max_pixels`` pixels (0: no limit but Pillow's
+    own) is refused before it is decoded."""
     from PIL import Image, UnidentifiedImageError
 
     raw = data.numpy().tobytes()
@@ -45,11 +46,22 @@ def decode_other(data: torch.Tensor, label: str) -> torch.Tensor:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             im = Image.open(_io.BytesIO(raw))
+            W, H = im.size
+            if max_pixels and H * W > max_pixels:
+                raise ValueError(_checks.where(NAME) + f"{label}: the image declares {H}x{W} = {H * W} pixels, "
+                                 f"more than max_pixels = {max_pixels} (a decompression bomb?)")
             rgb = im.convert("RGB")
     except UnidentifiedImageError:
         raise ValueError(_checks.where(NAME) + f"{label}: not an image (neither JPEG nor a format Pillow reads; "
                          f"first bytes {raw[:8]!r})") from None
-    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
+        raise ValueError(_checks.where(NAME) + f"{label}: Pillow refuses the image as a decompression bomb (over "
+                         f"max_pixels or its own limit): {e}") from None
+    except ValueError as e:
+        if str(e).startswith(_checks.where(NAME)):
+            raise
+        raise ValueError(_checks.where(NAME) + f"{label}: cannot decode the image: {e}") from None
+    except (OSError, SyntaxError) as e:
         raise ValueError(_checks.where(NAME) + f"{label}: cannot decode the image: {e}") from None
     import numpy as np
 

@@ -146,7 +146,7 @@ def decode_resized_crop_mirror_normalize(
         try:
             if e.numel() == 0:
                 raise ValueError(_err(f"{_label(n, paths)}: the data is empty"))
-            inputs.append(_decode_ops.decode_other(e, _label(n, paths)))
+            inputs.append(_decode_ops.decode_other(e, _label(n, paths), int(max_pixels or 0)))
         except ValueError:
             if on_error == "raise":
                 raise

@@ -68,6 +68,12 @@ OPS: Dict[str, OpInfo] = {
                "resized_crop_mirror_normalize", "resized_crop_mirror_normalize",
                ("resized_crop_mirror_normalize", "resized_crop_mirror_normalize_list"), out=True,
                out_overloads=("resized_crop_mirror_normalize", "resized_crop_mirror_normalize_list"), tensor_list=True),
+        # encoded bytes in, on the host: no derivatives, no transforms; its _out op returns which samples failed
+        # (not out itself), so it is a schema of its own rather than a torch.Tag.out overload
+        OpInfo("decode_resized_crop_mirror_normalize", "torchvision.io.decode_jpeg", "decode", "decode",
+               ("decode_resized_crop_mirror_normalize", "decode_resized_crop_mirror_normalize_out"),
+               devices=("cpu",), autograd=False, forward_ad=False, vmap=False, compile=False, out=True,
+               tensor_list=True),
     )
 }
 

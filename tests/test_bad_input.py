@@ -61,6 +61,21 @@ def a(*args, **kwargs):
     return lambda: (args, kwargs)
 
 
+def _jpeg_bytes(declare=None) -> bytes:
+    """An 8x8 JPEG's bytes; ``declare=(H, W)`` rewrites its frame header to claim that size (a bomb header)."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), (10, 120, 200)).save(buf, format="JPEG")
+    data = bytearray(buf.getvalue())
+    if declare is not None:
+        sof = data.index(b"\xff\xc0")  # baseline frame: FFC0, length, precision, height, width
+        data[sof + 5:sof + 9] = declare[0].to_bytes(2, "big") + declare[1].to_bytes(2, "big")
+    return bytes(data)
+
+
 
 
 CATALOGUE = [
@@ -230,6 +245,19 @@ CATALOGUE = [
     Row("resized_crop_mirror_normalize/interpolation", "resized_crop_mirror_normalize", lambda: ((_img(), M, S), {"size": 2, "interpolation": "area"}), ValueError, r"\binterpolation\b"),
     Row("resized_crop_mirror_normalize/uint8-with-stats", "resized_crop_mirror_normalize", lambda: ((_img(), M, S), {"size": 2, "dtype": torch.uint8}), ValueError, r"mean=None"),
     Row("resized_crop_mirror_normalize/out-shape", "resized_crop_mirror_normalize", lambda: ((_img(), M, S), {"size": 2, "out": torch.empty(1, 3, 3, 3)}), ValueError, r"\bout\b"),
+    # ---- decode_resized_crop_mirror_normalize: bad bytes are ordinary input, named by sample (and path) --------
+    Row("decode_resized_crop_mirror_normalize/data-bytes-not-list", "decode_resized_crop_mirror_normalize", a(b"\xff\xd8\xff", M, S, size=2), TypeError, r"\bdata\b"),
+    Row("decode_resized_crop_mirror_normalize/data-empty-list", "decode_resized_crop_mirror_normalize", a([], M, S, size=2), ValueError, r"\bdata\b"),
+    Row("decode_resized_crop_mirror_normalize/data-float-tensor", "decode_resized_crop_mirror_normalize", a([torch.zeros(3)], M, S, size=2), TypeError, r"data\[0\]"),
+    Row("decode_resized_crop_mirror_normalize/data-empty-bytes", "decode_resized_crop_mirror_normalize", a([b""], M, S, size=2, boxes=[[0, 0, 1, 1]]), ValueError, r"sample 0\b.*empty"),
+    Row("decode_resized_crop_mirror_normalize/data-random-bytes", "decode_resized_crop_mirror_normalize", a([bytes(range(256)) * 4], M, S, size=2, boxes=[[0, 0, 1, 1]], paths=["x.jpg"]), ValueError, r"sample 0 \(x\.jpg\)"),
+    Row("decode_resized_crop_mirror_normalize/data-truncated-jpeg", "decode_resized_crop_mirror_normalize", lambda: (([_jpeg_bytes()[:40]], M, S), {"size": 2, "boxes": [[0, 0, 8, 8]]}), ValueError, r"sample 0\b"),
+    Row("decode_resized_crop_mirror_normalize/data-bomb-header", "decode_resized_crop_mirror_normalize", lambda: (([_jpeg_bytes(declare=(60000, 60000))], M, S), {"size": 2, "boxes": [[0, 0, 8, 8]]}), ValueError, r"sample 0\b.*max_pixels"),
+    Row("decode_resized_crop_mirror_normalize/box-outside-the-image", "decode_resized_crop_mirror_normalize", lambda: (([_jpeg_bytes()], M, S), {"size": 2, "boxes": [[0, 0, 9, 8]]}), ValueError, r"\bboxes\b.*sample 0"),
+    Row("decode_resized_crop_mirror_normalize/on-error", "decode_resized_crop_mirror_normalize", lambda: (([_jpeg_bytes()], M, S), {"size": 2, "on_error": "ignore"}), ValueError, r"\bon_error\b"),
+    Row("decode_resized_crop_mirror_normalize/max-pixels", "decode_resized_crop_mirror_normalize", lambda: (([_jpeg_bytes()], M, S), {"size": 2, "max_pixels": -1}), ValueError, r"\bmax_pixels\b"),
+    Row("decode_resized_crop_mirror_normalize/paths-length", "decode_resized_crop_mirror_normalize", lambda: (([_jpeg_bytes()], M, S), {"size": 2, "paths": ["a", "b"]}), ValueError, r"\bpaths\b"),
+    Row("decode_resized_crop_mirror_normalize/out-shape", "decode_resized_crop_mirror_normalize", lambda: (([_jpeg_bytes()], M, S), {"size": 2, "out": torch.empty(1, 3, 3, 3)}), ValueError, r"\bout\b"),
 ]
 
 # Registry ops whose bad input raises torch's own exceptions word for word (a drop-in of a function that names no

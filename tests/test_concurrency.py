@@ -89,6 +89,30 @@ def _resized(x):
 _NOT_CAPTURED = ("it raises a clear error under CUDA graph capture (its crop table is built on the host per call); "
                  "tests/test_gpu.py checks that error")
 
+def _jpegs(g):
+    """Four 20x18 JPEGs (quality 95) of random uint8 images from g, as 1-D uint8 tensors."""
+    import io
+
+    from PIL import Image
+
+    out = []
+    for _ in range(4):
+        a = torch.randint(0, 256, (20, 18, 3), dtype=torch.uint8, generator=g).numpy()
+        buf = io.BytesIO()
+        Image.fromarray(a).save(buf, format="JPEG", quality=95)
+        out.append(torch.frombuffer(bytearray(buf.getvalue()), dtype=torch.uint8))
+    return tuple(out)
+
+
+def _pil_chw(data):
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    return torch.from_numpy(np.array(Image.open(io.BytesIO(data.cpu().numpy().tobytes())).convert("RGB"))).permute(2, 0, 1)
+
+
 CASES: Dict[str, Case] = {
     "normalize_list": Case(
         "normalize",
@@ -177,6 +201,14 @@ CASES: Dict[str, Case] = {
                                                            mirror=CMN_MIRROR)],
         lambda x: [_resized(x)],
         not_captured=_NOT_CAPTURED,
+    ),
+    "decode_resized_crop_mirror_normalize": Case(
+        "decode_resized_crop_mirror_normalize",
+        _jpegs,
+        lambda *xs: [tensorops.decode_resized_crop_mirror_normalize(list(xs), MEAN, STD, size=(9, 8),
+                                                                    boxes=RCMN_BOXES, mirror=CMN_MIRROR)],
+        lambda *xs: [_resized(torch.stack([_pil_chw(x) for x in xs]))],
+        not_captured="it decodes on the host (encoded bytes in, a CPU batch out)",
     ),
 }
 

@@ -77,6 +77,35 @@ def _clip_theirs(g):
     return p.grad
 
 
+def _jpeg(x: torch.Tensor) -> torch.Tensor:
+    """A float tensor (H, W) or (3, H, W) as the bytes of a JPEG (quality 95) of (x * 40 + 128) in uint8."""
+    import io
+
+    from PIL import Image
+
+    a = (x * 40 + 128).clamp(0, 255).to(torch.uint8).cpu().numpy()
+    im = Image.fromarray(a if a.ndim == 2 else a.transpose(1, 2, 0))
+    buf = io.BytesIO()
+    im.save(buf, format="JPEG", quality=95)
+    return torch.frombuffer(bytearray(buf.getvalue()), dtype=torch.uint8)
+
+
+def _pil_rgb(data: torch.Tensor) -> torch.Tensor:
+    """Pillow's RGB decode of JPEG bytes as a (3, H, W) float64 tensor in [0, 1]."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    a = np.array(Image.open(io.BytesIO(data.numpy().tobytes())).convert("RGB"))
+    return torch.from_numpy(a).permute(2, 0, 1).to(F64) / 255
+
+
+def _decode_ours(x, out=None):
+    return tensorops.decode_resized_crop_mirror_normalize([x, x], MEAN, STD, size=(3, 4), dtype=F64,
+                                                          mirror=torch.tensor([False, True]), out=out)
+
+
 SAMPLES = {
     "normalize": Sample(lambda d: (_rand(2, 3, 4, 4, device=d),),
                         lambda x: tensorops.normalize(x, MEAN, STD), _torch_normalize,
@@ -109,6 +138,13 @@ SAMPLES = {
         lambda x: tensorops.resized_crop_mirror_normalize(x, MEAN, STD, size=(3, 4), mirror=torch.tensor([False, True])),
         _torch_resized_crop_mirror_normalize,
         out=lambda x: torch.empty(2, 3, 3, 4, dtype=F64, device=x.device),
+    ),
+    # the JPEG of a 6x6 image, twice: Pillow's decode, then the resized_crop_mirror_normalize sample's torch
+    "decode_resized_crop_mirror_normalize": Sample(
+        lambda d: (_jpeg(_rand(3, 6, 6)),),
+        _decode_ours,
+        lambda x: _torch_resized_crop_mirror_normalize(torch.stack([_pil_rgb(x)] * 2)),
+        out=lambda x: torch.empty(2, 3, 3, 4, dtype=F64),
     ),
 }
 
@@ -222,6 +258,7 @@ def _call_with_out(op: OpInfo, primals, out):
             x, MEAN, STD, size=(4, 4), mirror=torch.tensor([False, True]), out=out),
         "resized_crop_mirror_normalize": lambda x: tensorops.resized_crop_mirror_normalize(
             x, MEAN, STD, size=(3, 4), mirror=torch.tensor([False, True]), out=out),
+        "decode_resized_crop_mirror_normalize": lambda x: _decode_ours(x, out=out),
     }
     assert op.name in calls, f"{op.name}: add its out= call to _call_with_out"
     return calls[op.name](*primals)
@@ -245,6 +282,13 @@ LIST_FORMS = {
         lambda xs: tensorops.resized_crop_mirror_normalize([x.view(1, 3, 4) for x in xs], 0.5, 0.2, size=2),
         lambda xs: torch.stack([(torch.nn.functional.interpolate(x.view(1, 1, 3, 4), size=(2, 2), mode="bilinear",
                                                                  antialias=True)[0] - 0.5) / 0.2 for x in xs]),
+    ),
+    "decode_resized_crop_mirror_normalize": (  # (3, 4) grayscale JPEGs, decoded as RGB, resized to (2, 2)
+        lambda xs: tensorops.decode_resized_crop_mirror_normalize([_jpeg(x) for x in xs], 0.5, 0.2, size=2,
+                                                                  dtype=F64),
+        lambda xs: torch.stack([(torch.nn.functional.interpolate(_pil_rgb(_jpeg(x))[None], size=(2, 2),
+                                                                 mode="bilinear", antialias=True)[0] - 0.5) / 0.2
+                                for x in xs]),
     ),
 }
 

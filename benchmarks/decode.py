@@ -1,0 +1,155 @@
+"""decode_resized_crop_mirror_normalize benchmarks: JPEG files (bytes, as ``torchvision.io.read_file`` gives them)
+of photo-like images -> one resized, randomly mirrored, ImageNet-normalized float batch: decode included.
+
+Native eager is what a torchvision v2 pipeline runs per image: ``decode_jpeg(mode=RGB)`` + ``resized_crop``
+(bilinear, antialias) [+ ``horizontal_flip``] + ``to_dtype(float32, scale=True)`` + ``normalize``, then
+``torch.stack`` (evaluation: ``resize(256)`` + ``center_crop(224)``). Paired in the same rounds: the full decode
+followed by tensorops' resize (``decode_jpeg`` + ``resized_crop_mirror_normalize``: the same values bit for bit,
+so its ratio is what the partial decode and the fusion save) and Pillow's decode (``Image.open`` + ``convert``)
+followed by the same resize. The JPEGs are encoded once per row (quality 90) from ``photo_like`` images, which
+decode at about real ImageNet photos' speed; ``python -m benchmarks.decode --images DIR`` measures your files.
+Bytes moved: the files read once and the float batch written once.
+"""
+from __future__ import annotations
+
+import io
+from typing import List, Sequence, Tuple
+
+import torch
+
+from benchmarks.case import Bench, Case, photo_like
+from benchmarks.resized_crop_mirror_normalize import MEAN, ONE_STEP, STD, _params
+
+
+def encode_jpegs(sizes: Sequence[Tuple[int, int]], quality: int = 90, seed: int = 0) -> List[bytes]:
+    """JPEG files (4:2:0, as cameras and ImageNet's) of photo-like images of these (H, W) sizes."""
+    from PIL import Image
+
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for H, W in sizes:
+        buf = io.BytesIO()
+        Image.fromarray(photo_like(H, W, g).permute(1, 2, 0).numpy()).save(buf, format="JPEG", quality=quality)
+        out.append(buf.getvalue())
+    return out
+
+
+def _make(files: List[bytes], boxes: torch.Tensor, mirror: torch.Tensor, crop: int, train: bool, resize_size: int):
+    def make(device: torch.device) -> Bench:
+        import numpy as np
+        import tensorops
+        from PIL import Image
+        from torchvision.io import ImageReadMode, decode_jpeg
+        from torchvision.transforms.v2 import functional as F
+
+        data = [torch.frombuffer(bytearray(f), dtype=torch.uint8) for f in files]
+        params = [tuple(int(v) for v in b) for b in boxes.tolist()]
+        flips = mirror.tolist()
+        kw = dict(size=crop, boxes=boxes, mirror=mirror if train else None, crop_first=train)
+
+        def eager(data):
+            out = []
+            for d, (t, l, h, w), f in zip(data, params, flips):
+                im = decode_jpeg(d, mode=ImageReadMode.RGB)
+                if train:
+                    r = F.resized_crop(im, t, l, h, w, [crop, crop], antialias=True)
+                    r = F.horizontal_flip(r) if f else r
+                else:
+                    r = F.center_crop(F.resize(im, resize_size, antialias=True), [crop, crop])
+                out.append(F.normalize(F.to_dtype(r, torch.float32, scale=True), MEAN, STD))
+            return torch.stack(out)
+
+        def tops(data):
+            return tensorops.decode_resized_crop_mirror_normalize(data, MEAN, STD, **kw)
+
+        def full_then_resize():
+            ims = [decode_jpeg(d, mode=ImageReadMode.RGB) for d in data]
+            return tensorops.resized_crop_mirror_normalize(ims, MEAN, STD, **kw)
+
+        def pil_then_resize():
+            ims = [torch.from_numpy(np.asarray(Image.open(io.BytesIO(f)).convert("RGB"))) for f in files]
+            return tensorops.resized_crop_mirror_normalize(ims, MEAN, STD, dim=-1, **kw)
+
+        paired = {"decode_jpeg + tensorops resize": full_then_resize, "PIL + tensorops resize": pil_then_resize}
+        return Bench(eager=eager, tensorops=tops, args=(data,), paired=paired)
+
+    return make
+
+
+def _case(n: int, lo: int, hi: int, crop: int, label: str, train: bool = True) -> Case:
+    sizes, boxes, mirror, resize_size = _params(n, lo, hi, crop, train)
+    files = encode_jpegs(sizes)
+    mode = "train" if train else "eval"
+    how = "resized_crop (bilinear, antialias), horizontal_flip" if train else \
+        f"resize({resize_size}, antialias), center_crop({crop})"
+    return Case(
+        op="decode_resized_crop_mirror_normalize",
+        series=f"decode_resized_crop_mirror_normalize jpeg->f32 {mode}",
+        case=label,
+        shape=f"{n}x JPEG ({lo}-{hi})^2 q90 4:2:0 ->{crop}x{crop} {mode}",
+        dtype="jpeg->f32",
+        layout="NCHW",
+        nbytes=sum(len(f) for f in files) + n * 3 * crop * crop * 4,
+        make=_make(files, boxes, mirror, crop, train, resize_size),
+        eager_expr=f"torchvision v2 per image: decode_jpeg(RGB), {how}, to_dtype(float32, scale=True), normalize; "
+                   "torch.stack",
+        compile_grids=(),  # decode_jpeg is an opaque op: torch.compile has nothing to fuse
+        check_atol=ONE_STEP,
+        requires=("torchvision",),
+        notes="photo-like JPEGs encoded by the benchmark; checked within 1 uint8 step (torchvision rounds the "
+              "resized pixels to uint8); the decode_jpeg + tensorops column is bit-identical to tensorops",
+    )
+
+
+def cases(device: torch.device, grid: str) -> List[Case]:
+    # the op decodes on the host: a CUDA run times the same host work (its rows take no device)
+    if grid == "smoke":
+        return [_case(2, 20, 28, 8, "tiny")]
+    return [_case(32, 300, 500, 224, "imagenet"), _case(32, 300, 500, 224, "imagenet", train=False)]
+
+
+def main(argv=None) -> None:
+    """``python -m benchmarks.decode --images DIR [--threads 1] [--train/--eval]``: your own JPEGs, the op against
+    decode_jpeg + tensorops' resize and the torchvision v2 pipeline, medians of interleaved rounds."""
+    import argparse
+    import pathlib
+    import statistics
+    import time
+
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("--images", required=True, help="a directory of JPEG files (searched recursively)")
+    p.add_argument("--count", type=int, default=32, help="images per batch (default 32)")
+    p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1, a DataLoader worker)")
+    p.add_argument("--eval", action="store_true", help="Resize(256) + CenterCrop(224) instead of training boxes")
+    p.add_argument("--rounds", type=int, default=7)
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    paths = sorted(q for q in pathlib.Path(args.images).rglob("*") if q.suffix.lower() in (".jpg", ".jpeg"))
+    files = [q.read_bytes() for q in paths[: args.count]]
+    if not files:
+        raise SystemExit(f"no .jpg/.jpeg files under {args.images}")
+    from tensorops import io as tio
+    from tensorops.data import ResizedCropMirrorNormalizeCollate
+
+    sizes = [tio.image_size(f)[:2] for f in files]
+    collate = ResizedCropMirrorNormalizeCollate(224, MEAN, STD, train=not args.eval,
+                                                generator=torch.Generator().manual_seed(0))
+    boxes, mirror = collate.boxes(sizes)
+    bench = _make(files, boxes, mirror, 224, not args.eval, collate.resize_size)(torch.device("cpu"))
+    fns = {"tensorops decode op": lambda: bench.tensorops(*bench.args), **bench.paired,
+           "torchvision v2": lambda: bench.eager(*bench.args)}
+    times = {k: [] for k in fns}
+    for _ in range(args.rounds):
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[k].append((time.perf_counter() - t0) / len(files) * 1e3)
+    base = statistics.median(times["tensorops decode op"])
+    print(f"{len(files)} files from {args.images}, {args.threads} thread(s), {'eval' if args.eval else 'train'}")
+    for k, v in times.items():
+        m = statistics.median(v)
+        print(f"  {k:32s} {m:7.3f} ms/image [{min(v):.3f}-{max(v):.3f}]  {m / base:5.2f}x the op's time")
+
+
+if __name__ == "__main__":
+    main()

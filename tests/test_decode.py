@@ -1,0 +1,256 @@
+"""decode_resized_crop_mirror_normalize: bit for bit resized_crop_mirror_normalize of the fully decoded image, on
+JPEGs the tests encode (every subsampling, progressive, restart markers, grayscale, CMYK, odd sizes) and boxes
+that touch every edge; bad bytes (truncations, flips, random data, a bomb header) are a ValueError naming the
+sample, never a crash; other formats and builds without libjpeg-turbo take the whole-image path."""
+from __future__ import annotations
+
+import io
+import threading
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import tensorops
+from tensorops import _decode_ops
+
+from conftest import kernel_ran, requires_compiled
+import jpeg_cases
+
+pytestmark = requires_compiled
+M, S = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+needs_libjpeg = pytest.mark.skipif(not tensorops.build_info().get("libjpeg"),
+                                   reason="this build has no libjpeg-turbo (the whole-image path is tested below)")
+
+
+def full_decode(data: bytes) -> torch.Tensor:
+    """The reference decode, (H, W, 3) uint8: torchvision.io.decode_jpeg(mode=RGB) where torchvision is installed
+    (what the op promises to equal), else Pillow's (equal to it on this libjpeg-turbo); CMYK files as Pillow's
+    convert("RGB") (torchvision converts those its own way)."""
+    from PIL import Image
+
+    im = Image.open(io.BytesIO(data))
+    if im.mode != "CMYK":
+        try:
+            from torchvision.io import ImageReadMode, decode_jpeg
+        except ImportError:
+            pass
+        else:
+            t = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+            return decode_jpeg(t, mode=ImageReadMode.RGB).permute(1, 2, 0).contiguous()
+    return torch.from_numpy(np.array(im.convert("RGB")))
+
+
+def boxes_for(H: int, W: int, rng: np.random.Generator, n: int = 12) -> list:
+    """Integer and fractional boxes inside an H x W image: the whole image, one pixel in each corner, strips along
+    every edge, and random ones."""
+    out = [[0, 0, H, W], [0, 0, 1, 1], [H - 1, W - 1, 1, 1], [0, W - 1, H, 1], [H - 1, 0, 1, W],
+           [0.5 * (H > 1), 0.25 * (W > 1), H - 0.5 * (H > 1), W - 0.25 * (W > 1)]]
+    for _ in range(n):
+        bh, bw = rng.uniform(0.2, 1) * H, rng.uniform(0.2, 1) * W
+        top, left = rng.uniform(0, H - bh), rng.uniform(0, W - bw)
+        out.append([top, left, bh, bw] if rng.random() < 0.5 else [int(top), int(left), max(1, int(bh)),
+                                                                    max(1, int(bw))])
+    return out
+
+
+@needs_libjpeg
+@pytest.mark.parametrize("case", jpeg_cases.CASES, ids=[c[0] for c in jpeg_cases.CASES])
+def test_bit_identical_to_resizing_the_full_decode(case):
+    name, data = case
+    full = full_decode(data)
+    H, W = full.shape[:2]
+    rng = np.random.default_rng(len(data))
+    boxes = torch.tensor(boxes_for(H, W, rng), dtype=torch.float64)
+    N = len(boxes)
+    mirror = torch.from_numpy(rng.random(N) < 0.5)
+    for interpolation, antialias, crop_first, size in (("bilinear", True, True, (24, 31)),
+                                                       ("bilinear", True, False, (7, 5)),
+                                                       ("bicubic", True, True, (16, 16)),
+                                                       ("bilinear", False, True, (9, 40)),
+                                                       ("nearest", False, False, (12, 8))):
+        kw = dict(size=size, boxes=boxes, mirror=mirror, interpolation=interpolation, antialias=antialias,
+                  crop_first=crop_first)
+        ref = tensorops.resized_crop_mirror_normalize([full] * N, M, S, dim=-1, **kw)
+        got = tensorops.decode_resized_crop_mirror_normalize([data] * N, M, S, **kw)
+        diff = (got - ref).abs().flatten(1).amax(1)
+        assert torch.equal(got, ref), f"{name} {interpolation} crop_first={crop_first}: samples differ by {diff}"
+
+
+@needs_libjpeg
+def test_inputs_forms_uint8_output_out_and_the_kernel_ran():
+    name, data = jpeg_cases.CASES[-1]
+    full = full_decode(data)
+    boxes = torch.tensor([[10, 20, 200, 300], [0.5, 1.5, 250.0, 301.25]], dtype=torch.float64)
+    ref = tensorops.resized_crop_mirror_normalize([full, full], M, S, dim=-1, size=32, boxes=boxes)
+    forms = [data, bytearray(data), memoryview(data), np.frombuffer(data, np.uint8),
+             torch.frombuffer(bytearray(data), dtype=torch.uint8)]
+    for form in forms:
+        got, names = kernel_ran(tensorops.decode_resized_crop_mirror_normalize, [form, form], M, S, size=32,
+                                boxes=boxes)
+        assert "tensorops::decode_resized_crop_mirror_normalize" in names, (type(form), names)
+        assert torch.equal(got, ref), type(form)
+    u8 = tensorops.decode_resized_crop_mirror_normalize([data] * 2, None, None, size=32, boxes=boxes,
+                                                        dtype=torch.uint8)
+    assert torch.equal(u8, tensorops.resized_crop_mirror_normalize([full] * 2, None, None, dim=-1, size=32,
+                                                                   boxes=boxes, dtype=torch.uint8))
+    out = torch.empty(2, 3, 32, 32).contiguous(memory_format=torch.channels_last)
+    res = tensorops.decode_resized_crop_mirror_normalize([data] * 2, M, S, size=32, boxes=boxes, out=out)
+    assert res is out and torch.equal(out, ref)
+    whole = tensorops.decode_resized_crop_mirror_normalize([data], M, S, size=16)  # boxes=None: the whole image
+    assert torch.equal(whole, tensorops.resized_crop_mirror_normalize([full], M, S, dim=-1, size=16))
+
+
+def _check_bad(data, label="sample 1"):
+    """data, as sample 1 beside a good JPEG: a valid batch or a ValueError naming sample 1, and with
+    on_error="fill" the same verdict (failed[1]) and sample 0 untouched."""
+    good = jpeg_cases.CASES[0][1]
+    boxes = torch.tensor([[0, 0, 4, 4], [0, 0, 1, 1]], dtype=torch.float64)
+    try:
+        tensorops.decode_resized_crop_mirror_normalize([good, data], M, S, size=4, boxes=boxes, paths=["a", "b"])
+        raised = False
+    except ValueError as e:
+        assert f"{label} (b)" in str(e), str(e)
+        raised = True
+    out, failed = tensorops.decode_resized_crop_mirror_normalize([good, data], M, S, size=4, boxes=boxes,
+                                                                 on_error="fill", fill=7.0)
+    assert failed.tolist() == [False, raised]
+    if raised:
+        assert (out[1] == 7.0).all()
+    return raised
+
+
+def test_bad_data_is_a_value_error_naming_the_sample():
+    good = jpeg_cases.CASES[0][1]
+    for data in (b"", b"\xff\xd8", b"\xff\xd8\xff", good[:20], good[: len(good) // 3], bytes(range(256)) * 3,
+                 b"\xff\xd8\xff" + bytes(500)):
+        assert _check_bad(data), data[:16]
+
+
+def test_decompression_bomb_header_is_refused_before_decoding():
+    small = jpeg_cases.encode(jpeg_cases.photo(8, 8))
+    data = bytearray(small)
+    sof = data.index(b"\xff\xc0")
+    data[sof + 5:sof + 9] = (50000).to_bytes(2, "big") + (50000).to_bytes(2, "big")
+    with pytest.raises(ValueError, match=r"sample 0\b.*max_pixels"):
+        tensorops.decode_resized_crop_mirror_normalize([bytes(data)], M, S, size=2, boxes=[[0, 0, 8, 8]])
+    # the same header is decoded (the declared rows are missing: an error, not a hang) with the limit lifted
+    with pytest.raises(ValueError, match=r"sample 0\b"):
+        tensorops.decode_resized_crop_mirror_normalize([bytes(data)], M, S, size=2, boxes=[[49990, 49990, 8, 8]],
+                                                       max_pixels=None)
+
+
+def test_fuzzed_jpegs_never_crash():
+    """2400 mutants (truncations at many offsets, byte flips in the header and the scan) of three JPEGs: each is
+    a valid batch or a ValueError naming its sample; the ASan+UBSan CPU build runs this test too."""
+    bases = [jpeg_cases.encode(jpeg_cases.photo(48, 64, seed=1)),
+             jpeg_cases.encode(jpeg_cases.photo(33, 17, seed=2), subsampling="4:4:4", progressive=True),
+             jpeg_cases.encode(jpeg_cases.photo(40, 40, seed=3), subsampling="4:2:2", restart=1)]
+    errors = total = 0
+    for k, base in enumerate(bases):
+        for data in jpeg_cases.corrupt_variants(base, 800, seed=k):
+            total += 1
+            boxes = torch.tensor([[0, 0, 4, 4], [0, 0, 1, 1]], dtype=torch.float64)
+            try:
+                out = tensorops.decode_resized_crop_mirror_normalize([base, data], M, S, size=4, boxes=boxes)
+                assert torch.isfinite(out).all()
+            except ValueError as e:
+                assert "sample 1" in str(e), str(e)
+                errors += 1
+    assert total == 2400 and 0 < errors < total
+
+
+def test_other_formats_decode_whole():
+    from PIL import Image
+
+    img = jpeg_cases.photo(30, 41)
+    boxes = torch.tensor([[2, 3, 20, 30]], dtype=torch.float64)
+    for fmt in ("PNG", "BMP", "WEBP"):
+        buf = io.BytesIO()
+        try:
+            Image.fromarray(img).save(buf, format=fmt, **({"lossless": True} if fmt == "WEBP" else {}))
+        except (KeyError, OSError) as e:
+            pytest.skip(f"this Pillow cannot write {fmt}: {e}")
+        ref = tensorops.resized_crop_mirror_normalize([torch.from_numpy(img)], M, S, dim=-1, size=8, boxes=boxes)
+        got = tensorops.decode_resized_crop_mirror_normalize([buf.getvalue()], M, S, size=8, boxes=boxes,
+                                                             paths=["n01440764/x.JPEG"])
+        assert torch.equal(got, ref), fmt
+
+
+def test_without_libjpeg_the_whole_image_path_warns_once_and_gives_pillows_values(monkeypatch):
+    monkeypatch.setattr(_decode_ops, "has_libjpeg", lambda: False)
+    monkeypatch.setattr(_decode_ops, "_WARNED", set())
+    name, data = jpeg_cases.CASES[-1]
+    from PIL import Image
+
+    pil = torch.from_numpy(np.array(Image.open(io.BytesIO(data)).convert("RGB")))
+    boxes = torch.tensor([[10, 20, 200, 300]], dtype=torch.float64)
+    with pytest.warns(RuntimeWarning, match="without libjpeg-turbo"):
+        got = tensorops.decode_resized_crop_mirror_normalize([data], M, S, size=32, boxes=boxes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tensorops.decode_resized_crop_mirror_normalize([data], M, S, size=32, boxes=boxes)
+    assert torch.equal(got, tensorops.resized_crop_mirror_normalize([pil], M, S, dim=-1, size=32, boxes=boxes))
+
+
+@needs_libjpeg
+def test_threads_decode_concurrently():
+    datas = [d for _, d in jpeg_cases.CASES]
+    fulls = [full_decode(d) for d in datas]
+    boxes = torch.tensor([[0, 0, f.shape[0], f.shape[1]] for f in fulls], dtype=torch.float64)
+    ref = tensorops.resized_crop_mirror_normalize(fulls, M, S, dim=-1, size=12, boxes=boxes)
+    results, barrier = [], threading.Barrier(4)
+
+    def work():
+        barrier.wait()
+        for _ in range(5):
+            results.append(tensorops.decode_resized_crop_mirror_normalize(datas, M, S, size=12, boxes=boxes))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert len(results) == 20 and all(torch.equal(r, ref) for r in results)
+
+
+@needs_libjpeg
+@pytest.mark.parametrize("train", [True, False])
+def test_collate_on_bytes_equals_the_collate_on_decoded_images(train, tmp_path):
+    from tensorops.data import ResizedCropMirrorNormalizeCollate
+
+    datas = [d for _, d in jpeg_cases.CASES if len(d) > 2000][:6]
+    assert len(datas) >= 3
+    paths = []
+    for k, d in enumerate(datas):
+        paths.append(tmp_path / f"{k}.jpg")
+        paths[-1].write_bytes(d)
+
+    def collate():
+        return ResizedCropMirrorNormalizeCollate(16, M, S, train=train, generator=torch.Generator().manual_seed(3))
+
+    decoded = collate()([(full_decode(d).permute(2, 0, 1), k) for k, d in enumerate(datas)])
+    for items in (datas, [torch.frombuffer(bytearray(d), dtype=torch.uint8) for d in datas], paths):
+        batch, labels = collate()([(it, k) for k, it in enumerate(items)])
+        assert torch.equal(batch, decoded[0]) and torch.equal(labels, decoded[1])
+
+
+@needs_libjpeg
+def test_collate_drops_a_bad_sample_and_warns_once(tmp_path):
+    from tensorops.data import ResizedCropMirrorNormalizeCollate
+
+    good = jpeg_cases.CASES[-1][1]
+    bad = tmp_path / "broken.jpg"
+    bad.write_bytes(good[: len(good) // 4])
+    samples = [(good, 0), (str(bad), 1), (b"not an image", 2), (good, 3)]
+    with pytest.raises(ValueError, match=r"sample 1 \(.*broken\.jpg\)"):
+        ResizedCropMirrorNormalizeCollate(16, M, S, train=False)(samples[:2])
+    with pytest.raises(ValueError, match=r"sample 2 \(batch index 2\): not an image"):
+        ResizedCropMirrorNormalizeCollate(16, M, S, train=False)(samples)
+    collate = ResizedCropMirrorNormalizeCollate(16, M, S, train=False, on_error="drop")
+    with pytest.warns(RuntimeWarning, match="dropped"):
+        batch, labels = collate(samples)
+    assert batch.shape == (2, 3, 16, 16) and labels.tolist() == [0, 3]
+    ref, _ = ResizedCropMirrorNormalizeCollate(16, M, S, train=False)([(good, 0), (good, 3)])
+    assert torch.equal(batch, ref)
