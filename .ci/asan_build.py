@@ -52,7 +52,8 @@ def main() -> int:
     ]
     jpeg_include, jpeg_lib, jpeg_version = tensorops_setup.find_libjpeg()  # as setup.py links it
     if jpeg_include:
-        cflags += ["-DTENSOROPS_WITH_LIBJPEG=1", f"-I{jpeg_include}"]
+        # (-I/usr/include would reorder the system headers: libstdc++'s #include_next then breaks)
+        cflags += ["-DTENSOROPS_WITH_LIBJPEG=1", *([f"-I{jpeg_include}"] if jpeg_include != "/usr/include" else [])]
     torch_lib = Path(torch.__file__).parent / "lib"
     ldflags = ["-shared", f"-L{torch_lib}", "-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python",
                f"-Wl,-rpath,{torch_lib}", *(["-fopenmp"] if openmp else []), *SAN,
