@@ -93,8 +93,9 @@ def decode_resized_crop_mirror_normalize(
         boxes: (N, 4) of (top, left, height, width) in the full image's pixels, integer or fractional, exactly
             as for ``resized_crop_mirror_normalize`` on the decoded image; ``None`` is the whole image
             (sizes from the headers, :func:`tensorops.io.image_size`).
-        mirror, interpolation, antialias, dtype, memory_format, pad_channels, fill, out_of_bounds, crop_first,
-            out: as :func:`tensorops.resized_crop_mirror_normalize`.
+        mirror: as :func:`tensorops.resized_crop_mirror_normalize`'s, and so are ``interpolation``,
+            ``antialias``, ``dtype``, ``memory_format``, ``pad_channels``, ``fill``, ``out_of_bounds``,
+            ``crop_first`` and ``out``.
         paths: N names (file paths) that error messages and warnings quote with the sample's index.
         max_pixels: headers declaring more pixels are refused before any allocation (a decompression bomb);
             ``None`` for no limit. The default is Pillow's error limit.
