@@ -131,18 +131,13 @@ void run(at::Tensor& out, const at::Tensor& input, const std::vector<acc_t>& A, 
 at::Tensor normalize_cpu(const at::Tensor& input, c10::ArrayRef<double> mean, c10::ArrayRef<double> std,
                          int64_t dim, double scale, at::ScalarType dtype, at::MemoryFormat memory_format,
                          const at::Tensor* out_arg) {
-  check_input(input, dtype);
   int64_t channels = 0;
-  const auto coef_strides = list_stat_strides(input, mean, std, dim, channels);
+  const auto coef_strides = list_stat_strides(input, dtype, mean, std, dim, channels);
   at::Tensor out = output(input, dtype, memory_format, out_arg, {input});
   if (out.numel() == 0) return out_arg == nullptr ? out : out_host::finish(*out_arg, out);
   AT_DISPATCH_FLOATING_TYPES(acc_dtype(dtype), "normalize_coefs", [&] {
     std::vector<scalar_t> A(channels), B(channels);
-    for (int64_t c = 0; c < channels; ++c) {
-      const scalar_t m = mean[mean.size() == 1 ? 0 : c], s = std[std.size() == 1 ? 0 : c];
-      A[c] = math::normalize_coef_a<scalar_t>(scale, s);
-      B[c] = math::normalize_coef_b<scalar_t>(m, s);
-    }
+    list_coefs<scalar_t>(mean, std, scale, channels, A.data(), B.data());
     run<scalar_t>(out, input, A, B, coef_strides);
   });
   return out_arg == nullptr ? out : out_host::finish(*out_arg, out);

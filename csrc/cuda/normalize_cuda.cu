@@ -1,11 +1,17 @@
-// normalize's forward on CUDA (the backward: normalize_backward_cuda.cu; the kernels: kernels/normalize.cuh): one
-// launch per call. Each thread handles kVec consecutive output elements (the output is
-// dense, so its offset is the linear index): one vector store when the output is aligned, one vector load when
-// the input is also walked in the same order and aligned. Offsets come from a LaunchPlan (plan.h: fast
-// divisors). Statistics given as numbers travel by value in the kernel arguments (no host-to-device copy);
-// statistics tensors are read through their broadcast strides. More than kNormalizeByValue number statistics
-// become float64 tensors uploaded by cuda::upload_table (no synchronization, capture-safe).
-// The arithmetic is math.h's, the same functions the CPU kernel calls.
+// normalize on CUDA (the kernels: kernels/normalize.cuh). The arithmetic is math.h's, the same functions the CPU
+// kernel calls.
+//
+// Forward: one launch per call. Each thread handles kVec consecutive output elements (the output is dense, so its
+// offset is the linear index): one vector store when the output is aligned, one vector load when the input is
+// also walked in the same order and aligned. Offsets come from a LaunchPlan (plan.h: fast divisors). Statistics
+// given as numbers travel by value in the kernel arguments (no host-to-device copy); statistics tensors are read
+// through their broadcast strides. More than kNormalizeByValue number statistics become float64 tensors uploaded
+// by cuda::upload_table (no synchronization, capture-safe).
+//
+// Backward: grad_input = grad * a in one launch that also sums, per statistics entry, grad and grad * y
+// (warp-reduced, then in shared memory per block for at most kNormalizeSharedEntries entries, else global
+// atomics), and a small launch that turns the sums into the statistics' gradients. Under
+// torch.use_deterministic_algorithms(True) the sums come from torch's own reductions instead.
 #include <cstring>
 
 #include <ATen/ATen.h>
@@ -21,8 +27,8 @@
 
 namespace tensorops {
 
-// normalize_tensor's CUDA implementation, also called by the backward's deterministic path
-// (normalize_backward_cuda.cu); out: out= (normalize_entries.h), nullptr for a fresh output.
+// normalize_tensor's CUDA implementation, also called by the backward's deterministic path; out: out=
+// (normalize_entries.h), nullptr for a fresh output.
 at::Tensor normalize_tensor_cuda(const at::Tensor& input, const at::Tensor& mean, const at::Tensor& std,
                                  double scale, at::ScalarType dtype, at::MemoryFormat memory_format,
                                  const at::Tensor* out = nullptr);
@@ -32,6 +38,7 @@ namespace {
 using namespace normalize_host;
 using kernels::Coefs;
 using kernels::kNormalizeByValue;
+using kernels::kNormalizeSharedEntries;
 using cuda::kThreads;
 using cuda::kVec;
 
@@ -93,9 +100,8 @@ void launch(at::Tensor& out, const at::Tensor& input, c10::IntArrayRef mean_stri
 at::Tensor normalize_cuda(const at::Tensor& input, c10::ArrayRef<double> mean, c10::ArrayRef<double> std,
                           int64_t dim, double scale, at::ScalarType dtype, at::MemoryFormat memory_format,
                           const at::Tensor* out_arg) {
-  check_input(input, dtype);
   int64_t channels = 0;
-  const auto coef_strides = list_stat_strides(input, mean, std, dim, channels);
+  const auto coef_strides = list_stat_strides(input, dtype, mean, std, dim, channels);
   if (channels > kNormalizeByValue) {
     // Too many for the kernel arguments: float64 statistics tensors put on the device without a synchronization
     // (and capture-safe) by cuda::upload_table, then normalize_tensor.
@@ -118,11 +124,7 @@ at::Tensor normalize_cuda(const at::Tensor& input, c10::ArrayRef<double> mean, c
   if (out.numel() == 0) return out_arg == nullptr ? out : out_host::finish(*out_arg, out);
   AT_DISPATCH_FLOATING_TYPES(acc_dtype(dtype), "normalize_coefs", [&] {
     Coefs<scalar_t> coefs{};
-    for (int64_t c = 0; c < channels; ++c) {
-      const scalar_t m = mean[mean.size() == 1 ? 0 : c], s = std[std.size() == 1 ? 0 : c];
-      coefs.a[c] = math::normalize_coef_a<scalar_t>(scale, s);
-      coefs.b[c] = math::normalize_coef_b<scalar_t>(m, s);
-    }
+    list_coefs<scalar_t>(mean, std, scale, channels, coefs.a, coefs.b);
     launch<scalar_t, false>(out, input, coef_strides, coef_strides, coefs, nullptr, nullptr,
                             static_cast<scalar_t>(scale));
   });
@@ -148,8 +150,73 @@ at::Tensor normalize_tensor_cuda(const at::Tensor& input, const at::Tensor& mean
   });
 }
 
+namespace {
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> normalize_tensor_backward_cuda(
+    const at::Tensor& grad, const at::Tensor& input, const at::Tensor& mean, const at::Tensor& std, double scale,
+    std::array<bool, 3> mask) {
+  Backward bw = backward_setup(grad, input, mean, std, mask);
+  at::Tensor &grad_input = bw.grad_input, &grad_mean = bw.grad_mean, &grad_std = bw.grad_std;
+  if (input.numel() == 0) return {grad_input, grad_mean, grad_std};
+  const auto& shape = bw.shape;
+  const auto acc = bw.acc;
+  // The kernel's statistics sums use float atomics (their order varies from run to run). Under
+  // torch.use_deterministic_algorithms(True) the kernel writes grad_input only and the sums come from torch's
+  // own reductions, which are deterministic.
+  const bool deterministic = bw.stats && at::globalContext().deterministicAlgorithms();
+  const bool kernel_stats = bw.stats && !deterministic;
+  // operands: 0 the dense layout walked, 1 grad, 2 input, 3 statistics entry
+  const Plan<4> plan =
+      make_plan<4>(input.sizes(), {bw.dense.strides(), grad.strides(), input.strides(), broadcast_strides(shape)});
+  const cuda::DeviceGuard guard(input.device());
+  const cuda::stream_t stream = cuda::current_stream();
+  // acc_dtype(grad): float64 accumulation for float64 grads, float32 for the rest
+  TENSOROPS_DISPATCH_FLOATING(grad.scalar_type(), "normalize_backward_grad", [&] {
+    using g_t = scalar_t;
+    using acc_t = float_acc_t<g_t>;
+    const at::Tensor m = mean.to(acc).expand(shape).contiguous();
+    const at::Tensor s = std.to(acc).expand(shape).contiguous();
+    const int64_t K = m.numel();
+    at::Tensor sums = at::zeros({kernel_stats ? 2 * K : 0}, input.options().dtype(acc));
+    const size_t smem = kernel_stats && K <= kNormalizeSharedEntries ? 2 * K * sizeof(acc_t) : 0;
+    if (mask[0] || kernel_stats) {
+      TENSOROPS_DISPATCH_NORMALIZE_INPUT(input.scalar_type(), "normalize_backward_in", [&] {
+        using in_t = scalar_t;
+        in_t* gi = mask[0] ? grad_input.mutable_data_ptr<in_t>() : nullptr;
+        // shared-memory sums: a few blocks per SM, each looping over the data (one flush of its sums per block)
+        const int64_t max_blocks = smem > 0 ? 4 * cuda::sm_count(input.device()) : int64_t{1} << 24;
+        cuda::launch_indexed(
+            plan, int64_t{kThreads} * 4,
+            [&](auto index_tag, unsigned int blocks) {
+              using index_t = decltype(index_tag);
+              cuda::launch(kernels::normalize_backward_kernel<g_t, in_t, acc_t, index_t>, blocks, kThreads, smem,
+                           stream, LaunchPlan<4, index_t>(plan), grad.const_data_ptr<g_t>(),
+                           input.const_data_ptr<in_t>(), gi, m.const_data_ptr<acc_t>(), s.const_data_ptr<acc_t>(),
+                           kernel_stats ? sums.mutable_data_ptr<acc_t>() : nullptr, K, static_cast<acc_t>(scale),
+                           kernel_stats);
+            },
+            max_blocks);
+      });
+    }
+    if (deterministic) {
+      const at::Tensor g = grad.to(acc);
+      const at::Tensor y = normalize_tensor_cuda(input, m, s, scale, acc, at::MemoryFormat::Preserve);
+      sums = at::cat({g.sum_to_size(shape).reshape(-1), (g * y).sum_to_size(shape).reshape(-1)});
+    }
+    if (bw.stats) {
+      cuda::launch(kernels::normalize_stat_grads_kernel<acc_t>, cuda::blocks_for(K, kThreads), kThreads, 0, stream,
+                   sums.const_data_ptr<acc_t>(), s.const_data_ptr<acc_t>(), grad_mean.mutable_data_ptr<acc_t>(),
+                   grad_std.mutable_data_ptr<acc_t>(), K);
+    }
+  });
+  return {grad_input, grad_mean, grad_std};
+}
+
+}  // namespace
+
 TENSOROPS_CUDA_LIBRARY_IMPL(m) {
   normalize_entries::register_forward<&normalize_cuda, &normalize_tensor_cuda>(m);
+  normalize_entries::register_backward<&normalize_tensor_backward_cuda>(m);
 }
 
 }  // namespace tensorops

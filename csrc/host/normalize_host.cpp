@@ -39,10 +39,12 @@ at::Tensor output(const at::Tensor& input, at::ScalarType dtype, at::MemoryForma
   return out_host::target(*out, out_host::dense(*out), out->suggest_memory_format());
 }
 
-// Per-channel statistics given as numbers: C = max(len(mean), len(std)); each has 1 or C values and C must
-// be 1 or input.size(dim). Returns the coefficient-index strides over input's dims (1 at `dim` when C > 1).
-std::vector<int64_t> list_stat_strides(const at::Tensor& input, c10::ArrayRef<double> mean,
+// normalize's entry with statistics given as numbers: check_input(input, dtype), then C = max(len(mean),
+// len(std)) into `channels`; each has 1 or C values and C must be 1 or input.size(dim). Returns the
+// coefficient-index strides over input's dims (1 at `dim` when C > 1).
+std::vector<int64_t> list_stat_strides(const at::Tensor& input, at::ScalarType dtype, c10::ArrayRef<double> mean,
                                        c10::ArrayRef<double> std, int64_t& dim, int64_t& channels) {
+  check_input(input, dtype);
   const int64_t ndim = input.dim();
   TENSOROPS_CHECK_INDEX(dim >= -ndim && dim < ndim, "dim", "is out of range for input with ", ndim,
                         " dimensions (got ", dim, ")");

@@ -1,5 +1,5 @@
 """normalize's CUDA kernels on the emulated device, against tensorops.reference (native torch)
-(csrc/cuda/normalize_cuda.cu, normalize_backward_cuda.cu, kernels/normalize.cuh)."""
+(csrc/cuda/normalize_cuda.cu, kernels/normalize.cuh)."""
 from __future__ import annotations
 
 import pytest

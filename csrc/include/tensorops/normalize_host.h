@@ -7,6 +7,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "tensorops/math/normalize.h"
+
 namespace tensorops {
 namespace normalize_host {
 
@@ -27,9 +29,10 @@ at::Tensor make_output(const at::Tensor& input, at::ScalarType dtype, at::Memory
 at::Tensor output(const at::Tensor& input, at::ScalarType dtype, at::MemoryFormat memory_format,
                   const at::Tensor* out, at::ArrayRef<at::Tensor> inputs);
 
-// Per-channel statistics given as numbers: C = max(len(mean), len(std)); each has 1 or C values and C must
-// be 1 or input.size(dim). Returns the coefficient-index strides over input's dims (1 at `dim` when C > 1).
-std::vector<int64_t> list_stat_strides(const at::Tensor& input, c10::ArrayRef<double> mean,
+// normalize's entry with statistics given as numbers: check_input(input, dtype), then C = max(len(mean),
+// len(std)) into `channels`; each has 1 or C values and C must be 1 or input.size(dim). Returns the
+// coefficient-index strides over input's dims (1 at `dim` when C > 1).
+std::vector<int64_t> list_stat_strides(const at::Tensor& input, at::ScalarType dtype, c10::ArrayRef<double> mean,
                                        c10::ArrayRef<double> std, int64_t& dim, int64_t& channels);
 
 // Statistics tensors: same rank as input, broadcasting to input's shape. Returns their broadcast shape.
@@ -49,6 +52,18 @@ struct Backward {
   at::Tensor grad_input, grad_mean, grad_std, dense;
   bool stats;  // statistics' gradients wanted
 };
+
+// Number statistics as the kernels take them: a[c] * x + b[c] per channel c < channels (math/normalize.h), a
+// single mean or std serving every channel.
+template <typename acc_t>
+void list_coefs(c10::ArrayRef<double> mean, c10::ArrayRef<double> std, double scale, int64_t channels, acc_t* a,
+                acc_t* b) {
+  for (int64_t c = 0; c < channels; ++c) {
+    const acc_t m = mean[mean.size() == 1 ? 0 : c], s = std[std.size() == 1 ? 0 : c];
+    a[c] = math::normalize_coef_a<acc_t>(scale, s);
+    b[c] = math::normalize_coef_b<acc_t>(m, s);
+  }
+}
 
 Backward backward_setup(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& mean,
                         const at::Tensor& std, std::array<bool, 3> mask);

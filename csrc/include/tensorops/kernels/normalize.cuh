@@ -1,4 +1,4 @@
-// normalize's CUDA kernels (launched by csrc/cuda/normalize_cuda.cu and normalize_backward_cuda.cu). A header, so
+// normalize's CUDA kernels (launched by csrc/cuda/normalize_cuda.cu). A header, so
 // that nvcc and the emulated device (emu/device.h, csrc/emulated/) compile the same kernel source. The arithmetic
 // is math/normalize.h's, the functions the CPU kernel calls.
 #pragma once
