@@ -18,6 +18,7 @@ import numpy as np
 
 from tensorops._checks import where
 from tensorops.data import ResizedCropMirrorNormalizeCollate, as_image
+from tensorops.data.collates import _encoded, decode_encoded
 from tensorops.data.seeding import stream_seed
 from tensorops.resized_crop_mirror_normalize import resized_crop_mirror_normalize
 
@@ -28,16 +29,28 @@ _KEY_COLUMNS = ("path", "id")
 
 
 class ResizedCropMirrorNormalize:
-    """A ``Dataset.map_batches`` stage (``batch_format="numpy"``): the decoded images of a batch, of any sizes,
-    become one ``(N, C', h, w)`` array by one call of :func:`tensorops.resized_crop_mirror_normalize`.
+    """A ``Dataset.map_batches`` stage (``batch_format="numpy"``): the images of a batch, of any sizes, decoded
+    or still encoded, become one ``(N, C', h, w)`` array by one call of :func:`tensorops.resized_crop_mirror_normalize`
+    (or :func:`tensorops.decode_resized_crop_mirror_normalize`).
 
     Training (``train=True``): RandomResizedCrop boxes and horizontal flips; evaluation: Resize + CenterCrop, as
     :class:`tensorops.data.ResizedCropMirrorNormalizeCollate` (whose ``boxes`` draws them; its options are taken
     here by keyword: ``scale``, ``ratio``, ``resize_size``, ``interpolation``, ``antialias``, ``mirror_prob``,
-    ``dtype``, ``memory_format``, ``pad_channels``, ``fill``). ``batch[column]`` holds HWC uint8 arrays (an object
-    array or a list, as ``ray.data.read_images(..., mode="RGB")`` gives without ``size=``; 2-D grayscale arrays
-    are one channel); the result replaces it, a zero-copy numpy view of the op's output; other columns pass
-    through. numpy has no bfloat16, so the output dtype is float16, float32, float64 or uint8.
+    ``dtype``, ``memory_format``, ``pad_channels``, ``fill``, ``on_error``). ``batch[column]`` holds HWC uint8
+    arrays (an object array or a list, as ``ray.data.read_images(..., mode="RGB")`` gives without ``size=``; 2-D
+    grayscale arrays are one channel); the result replaces it, a zero-copy numpy view of the op's output; other
+    columns pass through. numpy has no bfloat16, so the output dtype is float16, float32, float64 or uint8.
+
+    Encoded images: ``ray.data.read_binary_files(paths, include_paths=True)`` gives each file's bytes in a column
+    ``"bytes"``, so the object store carries JPEG bytes instead of decoded pixels; pass ``column="bytes"`` (the
+    column is named, not detected). When every row is ``bytes`` (or a 1-D uint8 array) the batch takes the
+    collate's decode path: sizes from the headers (:func:`tensorops.io.image_size`), the same boxes and flips
+    as for the decoded rows, then each JPEG decoded only where its box reads (other formats whole, by Pillow;
+    grayscale and CMYK as RGB, 3 channels). The result equals the decoded column's (``read_images(mode="RGB")``,
+    same ``seed`` and key) bit for bit, and replaces ``"bytes"`` (``Dataset.rename_columns({"bytes": "image"})``
+    renames it). A file that cannot be decoded: with ``on_error="raise"`` (the default) a ValueError naming its
+    path; with ``on_error="drop"`` its row leaves the batch, every column, with one warning per path (the batch
+    is then shorter). ``on_error`` concerns encoded rows: a decoded row that is not an image always raises.
 
     Randomness (training): with ``seed=None`` each process draws fresh entropy. With an integer ``seed`` each
     row's box and flip come from its own generator, seeded from ``(seed, epoch, key)`` where ``key`` is the row's
@@ -61,6 +74,14 @@ class ResizedCropMirrorNormalize:
                             fn_constructor_kwargs=dict(size=224, mean=[0.485, 0.456, 0.406],
                                                        std=[0.229, 0.224, 0.225], seed=0, epoch=epoch))
         for batch in ds.iter_torch_batches(batch_size=64): batch["image"]  # (64, 3, 224, 224) float32
+
+    The same from the files' bytes, decoded in the stage::
+
+        ds = ray.data.read_binary_files("s3://bucket/train", include_paths=True)  # columns "bytes", "path"
+        ds = ds.map_batches(ResizedCropMirrorNormalize, batch_format="numpy", batch_size=64, concurrency=4,
+                            fn_constructor_kwargs=dict(size=224, mean=[0.485, 0.456, 0.406], column="bytes",
+                                                       std=[0.229, 0.224, 0.225], seed=0, epoch=epoch))
+        ds = ds.rename_columns({"bytes": "image"})
     """
 
     def __init__(self, size: Union[int, Tuple[int, int]], mean: Any, std: Any, *, train: bool = True,
@@ -125,7 +146,8 @@ class ResizedCropMirrorNormalize:
 
     def __call__(self, batch: Dict[str, Any]) -> Dict[str, Any]:
         if self.column not in batch:
-            raise KeyError(f"{_FN}column {self.column!r} is not in the batch (columns: {sorted(batch)})")
+            hint = " (read_binary_files' column: pass column='bytes')" if "bytes" in batch else ""
+            raise KeyError(f"{_FN}column {self.column!r} is not in the batch (columns: {sorted(batch)}){hint}")
         column = batch[self.column]
         key_name = self._key(batch)
         if self.collate.train and self.seed is not None and key_name is None:
@@ -140,6 +162,8 @@ class ResizedCropMirrorNormalize:
         if len(column) == 0:
             out[self.column] = self._empty(column)
             return out
+        if all(_encoded_row(im) for im in column):
+            return self._decode(batch, column, keys, names)
         images = []
         for i, im in enumerate(column):
             try:
@@ -159,6 +183,22 @@ class ResizedCropMirrorNormalize:
         except (ValueError, TypeError) as exc:
             raise type(exc)(self._blame(exc, images, boxes, mirror, names)) from exc
         out[self.column] = result.numpy()  # a view of the op's output: Ray stores these bytes
+        return out
+
+    def _decode(self, batch: Dict[str, Any], column: Any, keys: Optional[List[Any]], names: List[str]
+                ) -> Dict[str, Any]:
+        """A column of encoded rows: the collate's decode path with this stage's boxes (the same as for decoded
+        rows); rows dropped by ``on_error="drop"`` leave every column."""
+        try:
+            result, kept = decode_encoded(self.collate, list(column), names, lambda sizes: self._boxes(sizes, keys),
+                                          _FN)
+        except (ValueError, TypeError) as exc:
+            text = str(exc)
+            raise type(exc)(text if text.startswith(_FN) else f"{_FN}{text}") from exc
+        out = dict(batch)
+        if kept is not None:
+            out = {name: _take(value, kept) for name, value in batch.items()}
+        out[self.column] = result.numpy()
         return out
 
     def _empty(self, column: Any) -> np.ndarray:
@@ -185,3 +225,15 @@ class ResizedCropMirrorNormalize:
         if bad:
             return f"{_FN}{len(bad)} of {len(images)} rows failed: " + "; ".join(bad[:5])
         return f"{_FN}the batch failed ({exc}); its rows: " + ", ".join(names[:8]) + ("..." if len(names) > 8 else "")
+
+
+def _encoded_row(row: Any) -> bool:
+    """Encoded bytes: ``bytes`` (read_binary_files' rows) or a 1-D uint8 array; strings are not read as paths."""
+    return isinstance(row, (bytes, bytearray, memoryview, np.ndarray)) and _encoded(row)
+
+
+def _take(value: Any, kept: List[int]) -> Any:
+    """The kept rows of one column (a numpy array, or a list)."""
+    if isinstance(value, np.ndarray):
+        return value[np.asarray(kept, dtype=np.int64)]
+    return [value[k] for k in kept]

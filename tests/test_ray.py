@@ -1,9 +1,12 @@
-"""tensorops.ray on a local two-node Ray cluster: read_images -> the stage -> iter_torch_batches.
+"""tensorops.ray on a local two-node Ray cluster: read_images (or read_binary_files) -> the stage ->
+iter_torch_batches.
 
 One module-scoped cluster (a head and a second node, one CPU each, on this machine); every dataset is a folder of
 small JPEGs written here. Eval results are compared bit for bit with ResizedCropMirrorNormalizeCollate on the same
-decoded images, rows matched by path.
+decoded images, rows matched by path. A column of JPEG bytes gives the decoded column's output bit for bit: the
+decode op equals resized_crop_mirror_normalize of decode_jpeg(RGB), which equals Pillow's decode of these files.
 """
+import io
 import os
 import subprocess
 import sys
@@ -71,15 +74,21 @@ def _decoded(folder):
     return out
 
 
-def _run(folder, stage, *, concurrency=None, batch_size=3, **kwargs):
-    """read_images -> stage (batches of ``batch_size`` rows) -> iter_torch_batches; {path: (C, h, w) tensor}."""
+def _run(folder, stage, *, concurrency=None, batch_size=3, binary=False, **kwargs):
+    """read_images (``binary``: read_binary_files, the stage given column="bytes") -> stage (batches of
+    ``batch_size`` rows) -> iter_torch_batches; {path: (C, h, w) tensor}."""
     # half a CPU for each read task and each actor: two 1-CPU nodes each holding one actor still run the reads
-    ds = ray.data.read_images(folder, mode="RGB", include_paths=True, num_cpus=0.5)
+    if binary:
+        ds = ray.data.read_binary_files(folder, include_paths=True, num_cpus=0.5)
+    else:
+        ds = ray.data.read_images(folder, mode="RGB", include_paths=True, num_cpus=0.5)
     if concurrency is None:  # an instance: tasks
         ds = ds.map_batches(stage, batch_format="numpy", batch_size=batch_size)
     else:  # the class: an actor pool
         ds = ds.map_batches(stage, batch_format="numpy", batch_size=batch_size, concurrency=concurrency, num_cpus=0.5,
                             fn_constructor_kwargs=kwargs)
+    if binary:
+        ds = ds.rename_columns({"bytes": "image"})
     rows = {}
     for batch in ds.iter_torch_batches(batch_size=4, collate_fn=_KeepPaths()):
         for path, image in zip(batch["path"], batch["image"]):
@@ -130,6 +139,12 @@ def test_train_seeded_repeats_across_forms(cluster, folder):
     assert any(not torch.equal(first[p], evaluated[p]) for p in first)
     other = _run(folder, ResizedCropMirrorNormalize(**kwargs, epoch=1))
     assert any(not torch.equal(first[p], other[p]) for p in first)
+
+
+def test_read_binary_files_matches_collate(cluster, folder):
+    # the object store carries the files' bytes; the stage decodes them: the decoded images' batch, bit for bit
+    stage = tensorops.ray.ResizedCropMirrorNormalize(SIZE, MEAN, STD, train=False, column="bytes")
+    _assert_rows_equal(_run(folder, stage, binary=True), _expected(folder))
 
 
 def test_error_names_the_file(cluster, tmp_path):
@@ -207,3 +222,60 @@ def test_rows_that_are_not_images_name_their_path():
     column[1] = np.zeros(5, np.uint8)
     with pytest.raises(ValueError, match=r"path='b.jpg': an image must be an \(H, W\) or \(H, W, C\) array"):
         stage({"image": column, "path": np.array(["a.jpg", "b.jpg", "c.jpg"], dtype=object)})
+
+
+# ---- columns of encoded bytes (read_binary_files' "bytes"), called directly ------------------------------------
+def _column(rows):
+    """An object array of these rows, as Ray's numpy batches hold bytes and ragged images."""
+    column = np.empty(len(rows), dtype=object)
+    column[:] = rows
+    return column
+
+
+def _jpegs(n, seed=0):
+    """n JPEGs written by Pillow (the last one grayscale): (their bytes, Pillow's RGB decode as read_images')."""
+    data, decoded = [], []
+    for image in _photos(n - 1, seed) + _photos(1, seed + 1, gray=True):
+        buf = io.BytesIO()
+        PIL_Image.fromarray(image).save(buf, format="JPEG", quality=90)
+        data.append(buf.getvalue())
+        with PIL_Image.open(io.BytesIO(data[-1])) as im:
+            decoded.append(np.asarray(im.convert("RGB")))
+    return data, decoded
+
+
+@pytest.mark.parametrize("train, options", [(True, {}), (False, {"dtype": torch.float16, "pad_channels": 4})])
+def test_bytes_column_equals_the_decoded_column(train, options):
+    data, decoded = _jpegs(5)
+    paths = _column([f"img{k}.jpg" for k in range(5)])
+    kwargs = dict(train=train, seed=7, **options)
+    want = tensorops.ray.ResizedCropMirrorNormalize(SIZE, MEAN, STD, **kwargs)(
+        {"image": _column(decoded), "path": paths})["image"]
+    stage = tensorops.ray.ResizedCropMirrorNormalize(SIZE, MEAN, STD, column="bytes", **kwargs)
+    for rows in (data, [np.frombuffer(d, np.uint8) for d in data]):  # bytes, or 1-D uint8 arrays
+        got = stage({"bytes": _column(rows), "path": paths})
+        assert sorted(got) == ["bytes", "path"] and got["path"] is paths
+        assert got["bytes"].dtype == want.dtype and got["bytes"].shape == want.shape
+        np.testing.assert_array_equal(got["bytes"], want)
+    with pytest.raises(KeyError, match="pass column='bytes'"):  # read_binary_files' column, not the default
+        tensorops.ray.ResizedCropMirrorNormalize(SIZE, MEAN, STD, **kwargs)({"bytes": _column(data), "path": paths})
+
+
+def test_bad_file_in_a_bytes_column_names_its_path_or_is_dropped():
+    data, _ = _jpegs(3)
+    rows = [data[0], data[1][: len(data[1]) // 4], b"not an image", data[2]]  # truncated scan; no header
+    paths = _column(["ok-a.jpg", "cut-b.jpg", "junk-c.jpg", "ok-d.jpg"])
+    stage = tensorops.ray.ResizedCropMirrorNormalize(SIZE, MEAN, STD, train=False, column="bytes")
+    with pytest.raises(ValueError, match=r"^tensorops\.ray\.ResizedCropMirrorNormalize\(\): .*path='cut-b\.jpg'"):
+        stage({"bytes": _column(rows[:2]), "path": paths[:2]})
+    with pytest.raises(ValueError, match=r"^tensorops\.ray\.ResizedCropMirrorNormalize\(\): .*path='junk-c\.jpg'"):
+        stage({"bytes": _column(rows[2:]), "path": paths[2:]})
+    # on_error="drop": the bad rows leave every column, one warning each
+    drop = tensorops.ray.ResizedCropMirrorNormalize(SIZE, MEAN, STD, train=False, column="bytes", on_error="drop")
+    with pytest.warns(RuntimeWarning, match="dropped path='(cut-b|junk-c).jpg'") as record:
+        got = drop({"bytes": _column(rows), "path": paths, "id": np.arange(4)})
+    dropped = [str(w.message) for w in record if "dropped" in str(w.message)]
+    assert len(dropped) == 2 and "cut-b.jpg" in dropped[0] and "junk-c.jpg" in dropped[1], dropped
+    assert list(got["path"]) == ["ok-a.jpg", "ok-d.jpg"] and got["id"].tolist() == [0, 3]
+    want = stage({"bytes": _column([rows[0], rows[3]]), "path": paths[[0, 3]]})["bytes"]
+    np.testing.assert_array_equal(got["bytes"], want)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -220,49 +220,61 @@ class ResizedCropMirrorNormalizeCollate(Seeded):
         return batch, default_collate(labels)
 
     def _decode(self, items: List[Any], labels: List[Any]) -> Tuple[torch.Tensor, Any]:
-        """Encoded samples (bytes, 1-D uint8 tensors or arrays, or file paths read here): sizes from the
-        headers, the same boxes as for the decoded images, then :func:`tensorops.decode_resized_crop_mirror_normalize`.
-        With ``on_error="drop"`` a sample that cannot be read or decoded leaves the batch (and its label), with one
-        warning per path (or batch index); a batch of no good sample is an empty batch."""
-        from tensorops import io
-        from tensorops.decode import decode_resized_crop_mirror_normalize
-
-        paths = [os.fspath(it) if isinstance(it, (str, os.PathLike)) else None for it in items]
-        named = [p if p is not None else f"batch index {k}" for k, p in enumerate(paths)]
-        data: List[Any] = []
-        sizes: List[Tuple[int, int]] = []
-        bad: List[Tuple[int, str]] = []
-        for k, it in enumerate(items):
-            try:
-                d = io.read_file(paths[k]) if paths[k] is not None else it
-                H, W, _ = io.image_size(d)
-            except (OSError, ValueError) as e:
-                if self.on_error == "raise":
-                    raise ValueError(f"{_RFN}sample {k} ({named[k]}): {e}") from None
-                bad.append((k, str(e)))
-                d, H, W = b"", 1, 1
-            data.append(d)
-            sizes.append((H, W))
-        boxes, mirror = self.boxes(sizes)  # every sample draws, failed or not: the same stream either way
-        kwargs = dict(size=self.size, boxes=boxes, mirror=mirror, interpolation=self.interpolation,
-                      antialias=self.antialias, dtype=self.dtype, memory_format=self.memory_format,
-                      pad_channels=self.pad_channels, fill=self.fill, out_of_bounds="pad", crop_first=self.train,
-                      paths=named)
-        if self.on_error == "raise":
-            batch = decode_resized_crop_mirror_normalize(data, self.mean, self.std, **kwargs)
+        """Encoded samples: :func:`decode_encoded` with this collate's boxes; dropped samples take their labels."""
+        named = [os.fspath(it) if isinstance(it, (str, os.PathLike)) else f"batch index {k}"
+                 for k, it in enumerate(items)]
+        batch, kept = decode_encoded(self, items, named, self.boxes, _RFN)
+        if kept is None:
             return batch, default_collate(labels)
-        batch, failed = decode_resized_crop_mirror_normalize(data, self.mean, self.std, on_error="fill", **kwargs)
-        for k, why in bad:
-            failed[k] = True
-        keep = (~failed).nonzero().flatten()
-        for k in failed.nonzero().flatten().tolist():
-            _warn_once(named[k], f"{_RFN}dropped {named[k]}: it cannot be decoded"
-                       + next((f" ({why})" for j, why in bad if j == k), ""))
-        if len(keep) == len(items):
-            return batch, default_collate(labels)
-        kept = keep.tolist()
         good = [labels[k] for k in kept]
-        return batch.index_select(0, keep), (default_collate(good) if good else torch.empty(0, dtype=torch.int64))
+        return batch, (default_collate(good) if good else torch.empty(0, dtype=torch.int64))
+
+
+def decode_encoded(collate: ResizedCropMirrorNormalizeCollate, items: Sequence[Any], names: Sequence[str],
+                   draw: Callable[[List[Tuple[int, int]]], Tuple[torch.Tensor, torch.Tensor]], where_: str
+                   ) -> Tuple[torch.Tensor, Optional[List[int]]]:
+    """``collate``'s batch of encoded samples (bytes, 1-D uint8 tensors or arrays, or file paths read here): sizes
+    from the headers (:func:`tensorops.io.image_size`), ``(boxes, mirror) = draw(sizes)`` (the same boxes as for
+    the decoded images), then :func:`tensorops.decode_resized_crop_mirror_normalize`. ``names`` name the samples
+    in errors and warnings, ``where_`` the caller.
+
+    Returns ``(batch, kept)``: ``kept`` is None when every sample is in the batch. With ``collate.on_error ==
+    "drop"`` a sample that cannot be read or decoded leaves the batch, with one warning per name, and ``kept``
+    lists the indices of the others (a batch of no good sample is an empty batch)."""
+    from tensorops import io
+    from tensorops.decode import decode_resized_crop_mirror_normalize
+
+    data: List[Any] = []
+    sizes: List[Tuple[int, int]] = []
+    bad: List[Tuple[int, str]] = []
+    for k, it in enumerate(items):
+        try:
+            d = io.read_file(os.fspath(it)) if isinstance(it, (str, os.PathLike)) else it
+            H, W, _ = io.image_size(d)
+        except (OSError, ValueError) as e:
+            if collate.on_error == "raise":
+                raise ValueError(f"{where_}sample {k} ({names[k]}): {e}") from None
+            bad.append((k, str(e)))
+            d, H, W = b"", 1, 1
+        data.append(d)
+        sizes.append((H, W))
+    boxes, mirror = draw(sizes)  # every sample draws, failed or not: the same stream either way
+    c = collate
+    kwargs = dict(size=c.size, boxes=boxes, mirror=mirror, interpolation=c.interpolation, antialias=c.antialias,
+                  dtype=c.dtype, memory_format=c.memory_format, pad_channels=c.pad_channels, fill=c.fill,
+                  out_of_bounds="pad", crop_first=c.train, paths=list(names))
+    if c.on_error == "raise":
+        return decode_resized_crop_mirror_normalize(data, c.mean, c.std, **kwargs), None
+    batch, failed = decode_resized_crop_mirror_normalize(data, c.mean, c.std, on_error="fill", **kwargs)
+    for k, why in bad:
+        failed[k] = True
+    for k in failed.nonzero().flatten().tolist():
+        _warn_once(names[k], f"{where_}dropped {names[k]}: it cannot be decoded"
+                   + next((f" ({why})" for j, why in bad if j == k), ""))
+    if not failed.any():
+        return batch, None
+    keep = (~failed).nonzero().flatten()
+    return batch.index_select(0, keep), keep.tolist()
 
 
 def _encoded(item: Any) -> bool:
