@@ -13,6 +13,7 @@ Bytes moved: the files read once and the float batch written once.
 from __future__ import annotations
 
 import io
+import math
 from typing import List, Sequence, Tuple
 
 import torch
@@ -34,7 +35,8 @@ def encode_jpegs(sizes: Sequence[Tuple[int, int]], quality: int = 90, seed: int 
     return out
 
 
-def _make(files: List[bytes], boxes: torch.Tensor, mirror: torch.Tensor, crop: int, train: bool, resize_size: int):
+def _make(files: List[bytes], boxes: torch.Tensor, mirror: torch.Tensor, crop: int, train: bool, resize_size: int,
+          reduced: bool = False):
     def make(device: torch.device) -> Bench:
         import numpy as np
         import tensorops
@@ -71,14 +73,31 @@ def _make(files: List[bytes], boxes: torch.Tensor, mirror: torch.Tensor, crop: i
             return tensorops.resized_crop_mirror_normalize(ims, MEAN, STD, dim=-1, **kw)
 
         paired = {"decode_jpeg + tensorops resize": full_then_resize, "PIL + tensorops resize": pil_then_resize}
+        if reduced:
+            paired["tensorops reduced_scale"] = lambda: tensorops.decode_resized_crop_mirror_normalize(
+                data, MEAN, STD, reduced_scale=True, **kw)
         return Bench(eager=eager, tensorops=tops, args=(data,), paired=paired)
 
     return make
 
 
+def reduced_scale_distance(files: List[bytes], boxes: torch.Tensor, crop: int, crop_first: bool) -> str:
+    """How far reduced_scale=True lands from the exact path on these files and boxes (uint8 outputs): PSNR over
+    the batch and the largest difference in uint8 steps."""
+    import tensorops
+
+    kw = dict(size=crop, boxes=boxes, crop_first=crop_first, dtype=torch.uint8)
+    exact = tensorops.decode_resized_crop_mirror_normalize(files, None, None, **kw).double()
+    fast = tensorops.decode_resized_crop_mirror_normalize(files, None, None, reduced_scale=True, **kw).double()
+    mse = (exact - fast).pow(2).mean().item()
+    psnr = float("inf") if mse == 0 else 10 * math.log10(255 ** 2 / mse)
+    return f"reduced_scale vs exact (uint8 outputs): PSNR {psnr:.1f} dB, max {int((exact - fast).abs().max())} steps"
+
+
 def _case(n: int, lo: int, hi: int, crop: int, label: str, train: bool = True) -> Case:
     sizes, boxes, mirror, resize_size = _params(n, lo, hi, crop, train)
     files = encode_jpegs(sizes)
+    reduced = hi > 1000  # large photos: the row also times the reduced-scale decode, and says how far it lands
     mode = "train" if train else "eval"
     how = "resized_crop (bilinear, antialias), horizontal_flip" if train else \
         f"resize({resize_size}, antialias), center_crop({crop})"
@@ -90,14 +109,15 @@ def _case(n: int, lo: int, hi: int, crop: int, label: str, train: bool = True) -
         dtype="jpeg->f32",
         layout="NCHW",
         nbytes=sum(len(f) for f in files) + n * 3 * crop * crop * 4,
-        make=_make(files, boxes, mirror, crop, train, resize_size),
+        make=_make(files, boxes, mirror, crop, train, resize_size, reduced),
         eager_expr=f"torchvision v2 per image: decode_jpeg(RGB), {how}, to_dtype(float32, scale=True), normalize; "
                    "torch.stack",
         compile_grids=(),  # decode_jpeg is an opaque op: torch.compile has nothing to fuse
         check_atol=ONE_STEP,
         requires=("torchvision",),
         notes="photo-like JPEGs encoded by the benchmark; checked within 1 uint8 step (torchvision rounds the "
-              "resized pixels to uint8); the decode_jpeg + tensorops column is bit-identical to tensorops",
+              "resized pixels to uint8); the decode_jpeg + tensorops column is bit-identical to tensorops"
+              + ("; " + reduced_scale_distance(files, boxes, crop, train) if reduced else ""),
     )
 
 
@@ -105,7 +125,9 @@ def cases(device: torch.device, grid: str) -> List[Case]:
     # the op decodes on the host: a CUDA run times the same host work (its rows take no device)
     if grid == "smoke":
         return [_case(2, 20, 28, 8, "tiny")]
-    return [_case(32, 300, 500, 224, "imagenet"), _case(32, 300, 500, 224, "imagenet", train=False)]
+    # ImageNet-sized photos, and the 2-12 MP photos of today's datasets (with the reduced-scale column)
+    return [_case(32, 300, 500, 224, "imagenet"), _case(32, 300, 500, 224, "imagenet", train=False),
+            _case(8, 1400, 3500, 224, "2-12MP"), _case(8, 1400, 3500, 224, "2-12MP", train=False)]
 
 
 def main(argv=None) -> None:

@@ -131,16 +131,18 @@ TENSOROPS_DEFINE_LIBRARY(TENSOROPS_LIBRARY, m) {
   // already decoded elsewhere (3-d uint8 HWC, 3 channels). Boxes are in the full image's pixels; the result
   // equals resized_crop_mirror_normalize of the fully decoded RGB images. max_pixels > 0 refuses larger headers.
   // A sample that cannot be decoded raises (skip_errors false: the first such sample's error, a ValueError
-  // naming it) or is filled with `fill` (skip_errors true). Returns the batch and which samples failed (bool).
+  // naming it) or is filled with `fill` (skip_errors true). reduced_scale: each JPEG may be decoded at 1/2, 1/4
+  // or 1/8 scale where its box still covers `size` there (not equal to the full decode's result).
+  // Returns the batch and which samples failed (bool).
   m.def(
       "decode_resized_crop_mirror_normalize(Tensor[] data, Tensor mean, Tensor std, Tensor boxes, Tensor mirror, "
       "int[2] size, float scale, int interpolation, bool antialias, bool crop_first, ScalarType dtype, "
-      "MemoryFormat memory_format, int channels, float fill, bool pad, int max_pixels, bool skip_errors) "
-      "-> (Tensor, Tensor)");
+      "MemoryFormat memory_format, int channels, float fill, bool pad, int max_pixels, bool skip_errors, "
+      "bool reduced_scale) -> (Tensor, Tensor)");
   // The same into out (checked first, written directly): returns which samples failed.
   m.def(
       "decode_resized_crop_mirror_normalize_out(Tensor[] data, Tensor mean, Tensor std, Tensor boxes, "
       "Tensor mirror, int[2] size, float scale, int interpolation, bool antialias, bool crop_first, "
       "ScalarType dtype, MemoryFormat memory_format, int channels, float fill, bool pad, int max_pixels, "
-      "bool skip_errors, *, Tensor(a!) out) -> Tensor");
+      "bool skip_errors, bool reduced_scale, *, Tensor(a!) out) -> Tensor");
 }

@@ -3,15 +3,15 @@ normalized (N, C', h, w) batch, decoding each JPEG only where its box's filter r
 from __future__ import annotations
 
 import numbers
-import warnings
 from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
 
 from tensorops import _checks, _decode_ops
-from tensorops.crop_mirror_normalize import _mirror, _options, _size, _stats
-from tensorops.resized_crop_mirror_normalize import _boxes, _interpolation
+from tensorops._decode_ops import as_bytes as _as_bytes, label as _label, with_path as _with_path
+from tensorops.crop_mirror_normalize import _mirror
+from tensorops.resized_crop_mirror_normalize import _boxes, _resample_options
 
 __all__ = ["decode_resized_crop_mirror_normalize", "DEFAULT_MAX_PIXELS"]
 
@@ -25,32 +25,6 @@ DEFAULT_MAX_PIXELS = 2 * 89_478_485
 
 def _err(msg: str) -> str:
     return _checks.where(_NAME) + msg
-
-
-def _as_bytes(item: object, n: int) -> torch.Tensor:
-    """One sample's encoded bytes as a contiguous 1-D uint8 CPU tensor (no copy where it can be read in place)."""
-    if isinstance(item, torch.Tensor):
-        if item.dtype != torch.uint8 or item.dim() != 1:
-            raise TypeError(_err(f"data[{n}] must be a 1-D uint8 tensor of encoded bytes (torchvision.io.read_file's), "
-                                 f"got {item.dtype} of shape {tuple(item.shape)}"))
-        return item.cpu().contiguous()
-    if isinstance(item, np.ndarray):
-        if item.dtype != np.uint8 or item.ndim != 1:
-            raise TypeError(_err(f"data[{n}] must be a 1-D uint8 array of encoded bytes, got {item.dtype} of shape "
-                                 f"{item.shape}"))
-        item = np.ascontiguousarray(item)
-    elif not isinstance(item, (bytes, bytearray, memoryview)):
-        raise TypeError(_err(f"data[{n}] must be encoded bytes (bytes, a 1-D uint8 tensor or array), got "
-                             f"{type(item).__name__}"))
-    if len(item) == 0 if not isinstance(item, np.ndarray) else item.size == 0:
-        return torch.empty(0, dtype=torch.uint8)
-    with warnings.catch_warnings():  # read-only buffers (bytes): the op only reads them
-        warnings.simplefilter("ignore", UserWarning)
-        return torch.frombuffer(item, dtype=torch.uint8)
-
-
-def _label(n: int, paths: Optional[Sequence[object]]) -> str:
-    return f"sample {n} ({paths[n]})" if paths is not None else f"sample {n}"
 
 
 def decode_resized_crop_mirror_normalize(
@@ -73,6 +47,8 @@ def decode_resized_crop_mirror_normalize(
     paths: Optional[Sequence[object]] = None,
     max_pixels: Optional[int] = DEFAULT_MAX_PIXELS,
     on_error: str = "raise",
+    reduced_scale: bool = False,
+    device: Union[None, str, torch.device] = None,
 ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
     """Decode, resize a box of each image to ``size``, mirror and normalize, in one pass per image:
     ``decode_jpeg(mode=RGB)`` + :func:`tensorops.resized_crop_mirror_normalize`, with each JPEG decoded only in
@@ -102,6 +78,20 @@ def decode_resized_crop_mirror_normalize(
         on_error: ``"raise"``: a sample that cannot be decoded (corrupt, truncated, not an image, over
             ``max_pixels``) raises a ValueError naming it (the first such sample). ``"fill"``: its output is
             ``fill`` and the call returns ``(batch, failed)``, ``failed`` a bool tensor (N,).
+        reduced_scale: **not bit-identical**, opt-in for large photos: each JPEG is decoded at 1/2, 1/4 or 1/8
+            of its size in the DCT domain (libjpeg's fast scalings; the smallest at which its box still covers
+            ``size``), then its box, divided likewise, is resampled. It pays where boxes are at least twice the
+            output (2-12 MP photos); the result differs from the exact path by the DCT scaling's averaging
+            (``benchmarks/decode.py``'s 2-12 MP rows report the PSNR and the largest difference in their notes).
+        device: ``None`` or ``"cpu"``: the CPU decode above. ``"cuda"`` (``"cuda:1"``, a torch.device): the JPEGs
+            are decoded whole by torchvision's batched GPU decoder (``torchvision.io.decode_jpeg(list,
+            mode=ImageReadMode.RGB, device=...)``, nvJPEG), then one :func:`tensorops.resized_crop_mirror_normalize`
+            call on the GPU; the batch (and ``out``) are on that device, ``failed`` on the CPU. **Not bit-identical
+            to the CPU path:** nvJPEG's decode is not libjpeg-turbo's, so the values are those of
+            ``resized_crop_mirror_normalize(decode_jpeg(..., device="cuda"))``. Other formats, CMYK/YCCK JPEGs and
+            JPEGs nvJPEG refuses are decoded on the CPU (Pillow) and copied over; which damaged files are refused
+            follows the decoder that reads them. Needs torchvision (an ImportError without it); not with
+            ``reduced_scale``.
 
     Returns:
         The (N, C', h, w) batch, or ``(batch, failed)`` with ``on_error="fill"``.
@@ -131,6 +121,14 @@ def decode_resized_crop_mirror_normalize(
         max_pixels = 0
     elif isinstance(max_pixels, bool) or not isinstance(max_pixels, numbers.Integral) or max_pixels <= 0:
         raise ValueError(_err(f"max_pixels must be a positive int or None, got {max_pixels!r}"))
+    if device is not None:  # validated there; "cuda": the GPU decode, then the fused op (tensorops/_decode_cuda.py)
+        from tensorops import _decode_cuda
+
+        if _decode_cuda.parse_device(device).type == "cuda":
+            return _decode_cuda.decode(data, mean, std, torch.device(device), paths, max_pixels, on_error, dict(
+                size=size, boxes=boxes, mirror=mirror, interpolation=interpolation, antialias=antialias, dtype=dtype,
+                memory_format=memory_format, pad_channels=pad_channels, fill=fill, out_of_bounds=out_of_bounds,
+                crop_first=crop_first, out=out), reduced_scale=reduced_scale)
     encoded = [_as_bytes(item, n) for n, item in enumerate(data)]
     # what the op does not decode itself (not JPEG; every JPEG in a build without libjpeg-turbo): whole images
     libjpeg = _decode_ops.has_libjpeg()
@@ -153,35 +151,22 @@ def decode_resized_crop_mirror_normalize(
                 raise
             failed_early[n] = True
             inputs.append(e)  # the op fails it again (no header), and fills its output
-    if size is None:
-        raise TypeError(_err("size must be an int or (h, w), got None"))
+    cpu = torch.device("cpu")
+    o = _resample_options(_NAME, torch.uint8, N, 3, cpu, mean, std, size, [], interpolation, antialias, crop_first,
+                          dtype, memory_format, pad_channels, fill, out_of_bounds)
+    h, w, interp, dtype, scale, channels, fill, pad, m, s = o
+    if not isinstance(reduced_scale, bool):
+        raise TypeError(_err(f"reduced_scale must be a bool, got {reduced_scale!r}"))
     if boxes is None:
         boxes = _whole_images(inputs, failed_early, paths, on_error)
     bx = _boxes(boxes, [(1, 1)] * N)
-    h, w = _size(size, [], _NAME)
-    interp = _interpolation(interpolation)
-    if not isinstance(antialias, bool) or not isinstance(crop_first, bool):
-        raise TypeError(_err(f"antialias and crop_first must be bools, got {antialias!r} and {crop_first!r}"))
-    if dtype == torch.uint8:
-        if mean is not None or std is not None:
-            raise ValueError(_err("dtype=torch.uint8 writes resampled pixels without normalizing: pass mean=None "
-                                  "and std=None"))
-        mean, std, scale = 0.0, 1.0, 1.0
-    else:
-        if mean is None or std is None:
-            raise ValueError(_err("mean and std are None: that is only for dtype=torch.uint8 output"))
-        dtype = torch.float32 if dtype is None else _checks.float_dtype(_NAME, dtype)
-        scale = 1.0 / 255.0
-    channels, fill, pad = _options(3, memory_format, pad_channels, fill, out_of_bounds, _NAME)
-    cpu = torch.device("cpu")
-    m, s = _stats(mean, std, N, 3, cpu, torch.float32 if dtype == torch.uint8 else dtype, scale, _NAME)
     if isinstance(mean, torch.Tensor) or isinstance(std, torch.Tensor):
         m, s = m.detach().cpu(), s.detach().cpu()
     mi = _mirror(mirror, N, _NAME)
     if out is not None:
         _checks.check_out(_NAME, out, (N, channels, h, w), dtype, cpu, [*inputs, m, s])
     args = (m, s, bx, mi, [h, w], scale, interp, antialias, crop_first, dtype, memory_format, channels, fill, pad,
-            int(max_pixels), on_error == "fill")
+            int(max_pixels), on_error == "fill", reduced_scale)
     try:
         batch, failed = _decode_ops.call(inputs, args, out)
     except ValueError as e:  # the op's "tensorops: data: sample n: ...", in this function's words
@@ -189,17 +174,6 @@ def decode_resized_crop_mirror_normalize(
     if on_error == "fill":
         return batch, failed | failed_early
     return batch
-
-
-def _with_path(message: str, paths: Optional[Sequence[object]]) -> str:
-    """The op's "sample n: ..." message with the sample's path, where the caller gave paths."""
-    import re
-
-    m = re.search(r"sample (\d+): ", message)
-    if paths is None or m is None:
-        return message
-    n = int(m.group(1))
-    return message[:m.end() - 2] + f" ({paths[n]})" + message[m.end() - 2:] if n < len(paths) else message
 
 
 def _whole_images(inputs: List[torch.Tensor], failed_early: torch.Tensor, paths, on_error: str) -> torch.Tensor:

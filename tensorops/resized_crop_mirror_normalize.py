@@ -3,7 +3,6 @@ normalized (N, C', h, w) batch in one pass: torchvision's RandomResizedCrop or R
 to_dtype and normalize, fused."""
 from __future__ import annotations
 
-import numbers
 from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -47,6 +46,39 @@ def _boxes(boxes: object, sizes: List[Tuple[int, int]]) -> torch.Tensor:
         raise ValueError(_err(f"boxes must have shape ({N}, 4) (top, left, height, width per sample), got "
                               f"{tuple(boxes.shape)}"))
     return boxes.to(device="cpu", dtype=torch.float64)
+
+
+def _resample_options(name: str, image_dtype: torch.dtype, N: int, C: int, device: torch.device, mean: Stat,
+                      std: Stat, size: object, sizes: List[Tuple[int, int]], interpolation: object,
+                      antialias: object, crop_first: object, dtype: Optional[torch.dtype], memory_format: object,
+                      pad_channels: object, fill: object, out_of_bounds: object) -> tuple:
+    """The keywords this op shares with the decode op, checked: (h, w, interpolation code, output dtype, scale,
+    channels, fill, pad, mean, std), mean and std as the kernels take them."""
+    if size is None:
+        raise TypeError(_checks.where(name) + "size must be an int or (h, w), got None")
+    h, w = _size(size, sizes, name)
+    interp = _interpolation(interpolation)
+    if not isinstance(antialias, bool) or not isinstance(crop_first, bool):
+        raise TypeError(_checks.where(name) + f"antialias and crop_first must be bools, got {antialias!r} and "
+                        f"{crop_first!r}")
+    if dtype == torch.uint8:
+        if image_dtype != torch.uint8:
+            raise TypeError(_checks.where(name) + f"dtype=torch.uint8 needs uint8 images, got {image_dtype}")
+        if mean is not None or std is not None:
+            raise ValueError(_checks.where(name) + "dtype=torch.uint8 writes resampled pixels without normalizing: "
+                             "pass mean=None and std=None (and normalize in the consumer, e.g. tensorops.normalize)")
+        mean, std, scale = 0.0, 1.0, 1.0
+    else:
+        if mean is None or std is None:
+            raise ValueError(_checks.where(name) + "mean and std are None: that is only for dtype=torch.uint8 output")
+        if dtype is None:
+            dtype = image_dtype if image_dtype.is_floating_point else torch.float32
+        else:
+            dtype = _checks.float_dtype(name, dtype)
+        scale = _SCALES.get(image_dtype, 1.0)
+    channels, fill, pad = _options(C, memory_format, pad_channels, fill, out_of_bounds, name)
+    m, s = _stats(mean, std, N, C, device, torch.float32 if dtype == torch.uint8 else dtype, scale, name)
+    return h, w, interp, dtype, scale, channels, fill, pad, m, s
 
 
 def resized_crop_mirror_normalize(
@@ -114,29 +146,9 @@ def resized_crop_mirror_normalize(
     _no_capture(device, _NAME)
     sizes = _sizes(images, dim)
     N = len(sizes)
-    if size is None:
-        raise TypeError(_err("size must be an int or (h, w), got None"))
-    h, w = _size(size, sizes, _NAME)
-    interp = _interpolation(interpolation)
-    if not isinstance(antialias, bool) or not isinstance(crop_first, bool):
-        raise TypeError(_err(f"antialias and crop_first must be bools, got {antialias!r} and {crop_first!r}"))
-    if dtype == torch.uint8:
-        if first.dtype != torch.uint8:
-            raise TypeError(_err(f"dtype=torch.uint8 needs uint8 images, got {first.dtype}"))
-        if mean is not None or std is not None:
-            raise ValueError(_err("dtype=torch.uint8 writes resampled pixels without normalizing: pass mean=None "
-                                  "and std=None (and normalize in the consumer, e.g. tensorops.normalize)"))
-        mean, std, scale = 0.0, 1.0, 1.0
-    else:
-        if mean is None or std is None:
-            raise ValueError(_err("mean and std are None: that is only for dtype=torch.uint8 output"))
-        if dtype is None:
-            dtype = first.dtype if first.dtype.is_floating_point else torch.float32
-        else:
-            dtype = _checks.float_dtype(_NAME, dtype)
-        scale = _SCALES.get(first.dtype, 1.0)
-    channels, fill, pad = _options(C, memory_format, pad_channels, fill, out_of_bounds, _NAME)
-    m, s = _stats(mean, std, N, C, device, torch.float32 if dtype == torch.uint8 else dtype, scale, _NAME)
+    o = _resample_options(_NAME, first.dtype, N, C, device, mean, std, size, sizes, interpolation, antialias,
+                          crop_first, dtype, memory_format, pad_channels, fill, out_of_bounds)
+    h, w, interp, dtype, scale, channels, fill, pad, m, s = o
     bx = _boxes(boxes, sizes)
     mi = _mirror(mirror, N, _NAME)
     if out is not None:  # before any work; the kernel then writes out itself

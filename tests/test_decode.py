@@ -102,6 +102,43 @@ def test_inputs_forms_uint8_output_out_and_the_kernel_ran():
     assert torch.equal(whole, tensorops.resized_crop_mirror_normalize([full], M, S, dim=-1, size=16))
 
 
+def _scale_for(box, size):
+    """The reduced-scale rule as documented: the smallest 1/d (d = 8, 4, 2) at which the box still covers size."""
+    for d in (8, 4, 2):
+        if box[2] >= d * size[0] and box[3] >= d * size[1]:
+            return d
+    return 1
+
+
+@needs_libjpeg
+@pytest.mark.parametrize("subsampling,progressive", [("4:2:0", False), ("4:4:4", False), ("4:2:2", True)])
+def test_reduced_scale_decodes_boxes_as_the_whole_scaled_image_and_stays_close_to_exact(subsampling, progressive):
+    H, W = 400, 320  # divisible by 8: each whole scaled image is itself an identity resize of the op's
+    data = jpeg_cases.encode(jpeg_cases.photo(H, W, seed=3), subsampling=subsampling, progressive=progressive)
+    scaled = {d: tensorops.decode_resized_crop_mirror_normalize(
+        [data], None, None, size=(H // d, W // d), dtype=torch.uint8, reduced_scale=True)[0].permute(1, 2, 0)
+        for d in (2, 4, 8)}
+    assert scaled[8].shape == (50, 40, 3)
+    boxes = [[0, 0, H, W], [13, 7, 300, 250], [H - 200, W - 120, 200, 120], [0.5, 3.25, 171.5, 99.0], [5, 5, 40, 40]]
+    full = full_decode(data)
+    for size in ((24, 24), (48, 31), (90, 70)):
+        kw = dict(size=size, boxes=torch.tensor(boxes, dtype=torch.float64), dtype=torch.uint8)
+        got = tensorops.decode_resized_crop_mirror_normalize([data] * len(boxes), None, None, reduced_scale=True,
+                                                             **kw)
+        exact = tensorops.resized_crop_mirror_normalize([full] * len(boxes), None, None, dim=-1, **kw)
+        for n, box in enumerate(boxes):
+            d = _scale_for(box, size)
+            src = full if d == 1 else scaled[d]
+            ref = tensorops.resized_crop_mirror_normalize([src], None, None, dim=-1, size=size, dtype=torch.uint8,
+                                                          boxes=torch.tensor([[v / d for v in box]]))[0]
+            assert torch.equal(got[n], ref), f"box {box} at 1/{d}: differs from the whole image decoded at 1/{d}"
+            mse = (got[n].double() - exact[n].double()).pow(2).mean().item()
+            psnr = 10 * np.log10(255 ** 2 / max(mse, 1e-12))
+            assert d == 1 and mse == 0 or psnr > 30, f"box {box} at 1/{d}: PSNR {psnr:.1f} dB from the exact path"
+    with pytest.raises(TypeError, match="reduced_scale must be a bool"):
+        tensorops.decode_resized_crop_mirror_normalize([data], M, S, size=8, reduced_scale=1)
+
+
 def _check_bad(data, label="sample 1"):
     """data, as sample 1 beside a good JPEG: a valid batch or a ValueError naming sample 1, and with
     on_error="fill" the same verdict (failed[1]) and sample 0 untouched."""

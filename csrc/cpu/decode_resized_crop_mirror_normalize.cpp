@@ -33,8 +33,9 @@ constexpr int64_t kDecodeBytesPerPixel = 64;
 
 class JpegSource final : public resize_cpu::SampleSource {
  public:
-  JpegSource(at::TensorList data, std::vector<jpeg::Info> infos, int64_t max_pixels)
-      : data_(data), infos_(std::move(infos)), max_pixels_(max_pixels), errors_(data.size()) {}
+  JpegSource(at::TensorList data, std::vector<jpeg::Info> infos, std::vector<int> denoms, int64_t max_pixels)
+      : data_(data), infos_(std::move(infos)), denoms_(std::move(denoms)), max_pixels_(max_pixels),
+        errors_(data.size()) {}
 
   bool prepare(int64_t n, resize::Sample& s, int64_t y0, int64_t y1, int64_t x0, int64_t x1,
                std::vector<uint8_t>& scratch) override {
@@ -43,10 +44,11 @@ class JpegSource final : public resize_cpu::SampleSource {
     const jpeg::Info& info = infos_[n];
     if (y1 <= y0 || x1 <= x0) return true;  // nothing readable: every output is fill
     jpeg::Region r;
+    r.denom = denoms_[n];
     r.y0 = std::max<int64_t>(y0 - 1, 0);
-    r.y1 = std::min<int64_t>(y1 + 1, info.height);
+    r.y1 = std::min<int64_t>(y1 + 1, jpeg::scaled(info.height, r.denom));
     r.x0 = std::max<int64_t>(x0 - 1, 0);
-    r.x1 = std::min<int64_t>(x1 + 1, info.width);
+    r.x1 = std::min<int64_t>(x1 + 1, jpeg::scaled(info.width, r.denom));
     r.max_pixels = max_pixels_;
     const size_t need = jpeg::capacity_for(info, r.y0, r.y1, r.x0, r.x1);
     if (scratch.size() < need) scratch.resize(need);
@@ -80,6 +82,7 @@ class JpegSource final : public resize_cpu::SampleSource {
  private:
   at::TensorList data_;
   std::vector<jpeg::Info> infos_;
+  std::vector<int> denoms_;  // per sample: decoded at scale 1/denom
   int64_t max_pixels_;
   std::vector<std::string> errors_;  // per sample: "" or why it failed
 };
@@ -129,18 +132,46 @@ std::vector<cmn::Sample> describe(at::TensorList data, const at::Tensor& boxes, 
   return samples;
 }
 
+// reduced_scale: each JPEG is decoded at the smallest scale 1/d (d = 2, 4 or 8: libjpeg's fast DCT scalings)
+// at which its box still covers the output size, and described as that scaled image, its box divided by d.
+// Returns the boxes in the decoded images' coordinates (`boxes` itself where every d is 1).
+at::Tensor reduce(std::vector<cmn::Sample>& samples, at::TensorList data, const std::vector<jpeg::Info>& infos,
+                  const std::vector<std::string>& errors, const at::Tensor& boxes, at::IntArrayRef size,
+                  std::vector<int>& denoms) {
+  const int64_t N = static_cast<int64_t>(samples.size());
+  denoms.assign(N, 1);
+  at::Tensor scaled = boxes.clone();
+  double* b = scaled.mutable_data_ptr<double>();
+  for (int64_t n = 0; n < N; ++n) {
+    if (data[n].dim() != 1 || !errors[n].empty()) continue;
+    const double h = static_cast<double>(size[0]), w = static_cast<double>(size[1]);
+    int d = 8;
+    while (d > 1 && (b[4 * n + 2] < d * h || b[4 * n + 3] < d * w)) d /= 2;
+    denoms[n] = d;
+    for (int k = 0; k < 4; ++k) b[4 * n + k] /= d;
+    cmn::Sample& s = samples[n];
+    s.H = jpeg::scaled(infos[n].height, d);
+    s.W = jpeg::scaled(infos[n].width, d);
+    s.sy = 3 * s.W;
+  }
+  return scaled;
+}
+
 at::Tensor decode_into(at::TensorList data, const at::Tensor& mean, const at::Tensor& std, const at::Tensor& boxes,
                        const at::Tensor& mirror, at::IntArrayRef size, double scale, int64_t interpolation,
                        bool antialias, bool crop_first, at::ScalarType dtype, at::MemoryFormat memory_format,
                        int64_t channels, double fill, bool pad, int64_t max_pixels, bool skip_errors,
-                       const at::Tensor* out, at::Tensor* result) {
+                       bool reduced_scale, const at::Tensor* out, at::Tensor* result) {
   std::vector<jpeg::Info> infos;
   std::vector<std::string> header_errors;
   std::vector<cmn::Sample> samples = describe(data, boxes, max_pixels, infos, header_errors);
-  const resize_host::Args a{mean, std, boxes, mirror, size, -1, interpolation, antialias, crop_first,
+  std::vector<int> denoms(data.size(), 1);
+  const at::Tensor decoded_boxes =
+      reduced_scale ? reduce(samples, data, infos, header_errors, boxes.contiguous(), size, denoms) : boxes;
+  const resize_host::Args a{mean, std, decoded_boxes, mirror, size, -1, interpolation, antialias, crop_first,
                             dtype, memory_format, channels, pad, out};
   resize_host::Setup r = resize_host::setup_described(std::move(samples), 3, data, a);
-  JpegSource source(data, std::move(infos), max_pixels);
+  JpegSource source(data, std::move(infos), std::move(denoms), max_pixels);
   source.errors() = std::move(header_errors);
   if (r.base.out.numel() > 0) resize_cpu::run_from(r, scale, fill, source);
   const std::vector<std::string>& errors = source.errors();
@@ -159,11 +190,12 @@ std::tuple<at::Tensor, at::Tensor> decode_op(at::TensorList data, const at::Tens
                                              const at::Tensor& boxes, const at::Tensor& mirror, at::IntArrayRef size,
                                              double scale, int64_t interpolation, bool antialias, bool crop_first,
                                              at::ScalarType dtype, at::MemoryFormat memory_format, int64_t channels,
-                                             double fill, bool pad, int64_t max_pixels, bool skip_errors) {
+                                             double fill, bool pad, int64_t max_pixels, bool skip_errors,
+                                             bool reduced_scale) {
   at::Tensor result;
   at::Tensor failed = decode_into(data, mean, std, boxes, mirror, size, scale, interpolation, antialias, crop_first,
-                                  dtype, memory_format, channels, fill, pad, max_pixels, skip_errors, nullptr,
-                                  &result);
+                                  dtype, memory_format, channels, fill, pad, max_pixels, skip_errors, reduced_scale,
+                                  nullptr, &result);
   return {result, failed};
 }
 
@@ -171,10 +203,10 @@ at::Tensor decode_op_out(at::TensorList data, const at::Tensor& mean, const at::
                          const at::Tensor& mirror, at::IntArrayRef size, double scale, int64_t interpolation,
                          bool antialias, bool crop_first, at::ScalarType dtype, at::MemoryFormat memory_format,
                          int64_t channels, double fill, bool pad, int64_t max_pixels, bool skip_errors,
-                         at::Tensor& out) {
+                         bool reduced_scale, at::Tensor& out) {
   at::Tensor result;
   return decode_into(data, mean, std, boxes, mirror, size, scale, interpolation, antialias, crop_first, dtype,
-                     memory_format, channels, fill, pad, max_pixels, skip_errors, &out, &result);
+                     memory_format, channels, fill, pad, max_pixels, skip_errors, reduced_scale, &out, &result);
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // libjpeg-turbo's header read and partial decode behind jpeg.h's plain-data interface.
 //
-// The frames that call setjmp (read_header_frame, decode_frame) hold only plain data: a longjmp out of libjpeg
-// lands there, jpeg_destroy_decompress frees everything libjpeg allocated, and the function returns a code.
-// No C++ object with a destructor lives in them, so nothing leaks and nothing is skipped.
+// The one frame that calls setjmp (frame()) and the functions it calls hold only plain data: a longjmp out of
+// libjpeg lands there, jpeg_destroy_decompress frees everything libjpeg allocated, and the function returns a
+// code. No C++ object with a destructor lives in them, so nothing leaks and nothing is skipped.
 #include "tensorops/jpeg.h"
 
 #include <algorithm>
@@ -68,7 +68,7 @@ void on_progress(j_common_ptr cinfo) {
   }
 }
 
-// What both frames set up before jpeg_read_header.
+// What the frame sets up before jpeg_read_header.
 void prepare(jpeg_decompress_struct* cinfo, ErrorManager* err, char* message) {
   cinfo->err = jpeg_std_error(&err->pub);
   err->pub.error_exit = on_error;
@@ -83,7 +83,7 @@ void start(jpeg_decompress_struct* cinfo, jpeg_progress_mgr* progress, const uin
   jpeg_mem_src(cinfo, data, static_cast<unsigned long>(size));
 }
 
-// The header checks shared by both frames: 0, or 1 with `message` set (the caller destroys cinfo).
+// The header's checks: 0, or 1 with `message` set (the caller destroys cinfo).
 int check_header(jpeg_decompress_struct* cinfo, int64_t max_pixels, Info* info, char* message) {
   const int64_t H = cinfo->image_height, W = cinfo->image_width;
   if (H <= 0 || W <= 0) {
@@ -107,57 +107,26 @@ int check_header(jpeg_decompress_struct* cinfo, int64_t max_pixels, Info* info, 
   return 0;
 }
 
-int read_header_frame(const uint8_t* data, size_t size, int64_t max_pixels, Info* info, char* message) {
-  jpeg_decompress_struct cinfo;
-  ErrorManager err;
-  jpeg_progress_mgr progress;
-  prepare(&cinfo, &err, message);
-  if (setjmp(err.jump)) {
-    jpeg_destroy_decompress(&cinfo);
-    return 1;
-  }
-  jpeg_create_decompress(&cinfo);
-  start(&cinfo, &progress, data, size);
-  jpeg_read_header(&cinfo, TRUE);
-  const int rc = check_header(&cinfo, max_pixels, info, message);
-  jpeg_destroy_decompress(&cinfo);
-  return rc;
-}
-
-int decode_frame(const uint8_t* data, size_t size, Info* info, Region* r, char* message) {
-  jpeg_decompress_struct cinfo;
-  ErrorManager err;
-  jpeg_progress_mgr progress;
-  prepare(&cinfo, &err, message);
-  if (setjmp(err.jump)) {
-    jpeg_destroy_decompress(&cinfo);
-    return 1;
-  }
-  jpeg_create_decompress(&cinfo);
-  start(&cinfo, &progress, data, size);
-  jpeg_read_header(&cinfo, TRUE);
-  if (check_header(&cinfo, r->max_pixels, info, message) != 0) {
-    jpeg_destroy_decompress(&cinfo);
-    return 1;
-  }
-  jpeg_start_decompress(&cinfo);
+// The rows of region r (the header read): 0, or 1 with `message` set. Errors inside libjpeg longjmp to frame().
+int read_region(jpeg_decompress_struct* cinfo, Region* r, char* message) {
+  cinfo->scale_num = 1;
+  cinfo->scale_denom = static_cast<unsigned int>(r->denom);
+  jpeg_start_decompress(cinfo);
   JDIMENSION x0 = static_cast<JDIMENSION>(r->x0), w = static_cast<JDIMENSION>(r->x1 - r->x0);
-  if (w < cinfo.output_width) jpeg_crop_scanline(&cinfo, &x0, &w);
-  const size_t stride = static_cast<size_t>(w) * static_cast<size_t>(cinfo.output_components);
+  if (w < cinfo->output_width) jpeg_crop_scanline(cinfo, &x0, &w);
+  const size_t stride = static_cast<size_t>(w) * static_cast<size_t>(cinfo->output_components);
   const size_t rows = static_cast<size_t>(r->y1 - r->y0);
   if (stride * rows > r->capacity) {
     std::snprintf(message, kMessageBytes, "internal: the decoded region needs %zu bytes, %zu were reserved",
                   stride * rows, r->capacity);
-    jpeg_destroy_decompress(&cinfo);
     return 1;
   }
-  if (r->y0 > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(r->y0));
+  if (r->y0 > 0) jpeg_skip_scanlines(cinfo, static_cast<JDIMENSION>(r->y0));
   for (size_t y = 0; y < rows;) {
     JSAMPROW row = r->buffer + y * stride;
-    const JDIMENSION got = jpeg_read_scanlines(&cinfo, &row, 1);
+    const JDIMENSION got = jpeg_read_scanlines(cinfo, &row, 1);
     if (got == 0) {  // with a memory source this means no data: libjpeg warned already (an error here)
       std::snprintf(message, kMessageBytes, "the JPEG ended before row %zu", static_cast<size_t>(r->y0) + y);
-      jpeg_destroy_decompress(&cinfo);
       return 1;
     }
     y += got;
@@ -165,8 +134,27 @@ int decode_frame(const uint8_t* data, size_t size, Info* info, Region* r, char* 
   r->dx0 = x0;
   r->width = w;
   r->stride = static_cast<int64_t>(stride);
-  jpeg_destroy_decompress(&cinfo);  // the rows below the region are never decoded
   return 0;
+}
+
+// The one frame that calls setjmp: the header (region == nullptr: nothing else), or the header and then the
+// region's rows, decoded at 1/region->denom scale.
+int frame(const uint8_t* data, size_t size, int64_t max_pixels, Info* info, Region* r, char* message) {
+  jpeg_decompress_struct cinfo;
+  ErrorManager err;
+  jpeg_progress_mgr progress;
+  prepare(&cinfo, &err, message);
+  if (setjmp(err.jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    return 1;
+  }
+  jpeg_create_decompress(&cinfo);
+  start(&cinfo, &progress, data, size);
+  jpeg_read_header(&cinfo, TRUE);
+  int rc = check_header(&cinfo, max_pixels, info, message);
+  if (rc == 0 && r != nullptr) rc = read_region(&cinfo, r, message);
+  jpeg_destroy_decompress(&cinfo);  // the rows below a region are never decoded
+  return rc;
 }
 
 }  // namespace
@@ -188,7 +176,7 @@ int read_info(const uint8_t* data, size_t size, int64_t max_pixels, Info* info, 
     std::snprintf(message, kMessageBytes, "the data is empty");
     return 1;
   }
-  return read_header_frame(data, size, max_pixels, info, message);
+  return frame(data, size, max_pixels, info, nullptr, message);
 }
 
 size_t capacity_for(const Info& info, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
@@ -203,7 +191,7 @@ int decode_region(const uint8_t* data, size_t size, const Info& info, Region* re
     return 1;
   }
   Info seen;
-  const int rc = decode_frame(data, size, &seen, region, message);
+  const int rc = frame(data, size, region->max_pixels, &seen, region, message);
   if (rc == 0 && (seen.height != info.height || seen.width != info.width || seen.components != info.components)) {
     std::snprintf(message, kMessageBytes, "internal: the header changed between reads");
     return 1;

@@ -26,13 +26,17 @@ struct Info {
 
 // A region request and what was decoded.
 struct Region {
-  int64_t y0 = 0, y1 = 0, x0 = 0, x1 = 0;  // rows [y0, y1), columns [x0, x1) wanted
+  int denom = 1;                           // decode at scale 1/denom (1, 2, 4 or 8: libjpeg's DCT scaling)
+  int64_t y0 = 0, y1 = 0, x0 = 0, x1 = 0;  // rows [y0, y1), columns [x0, x1) wanted, of the scaled image
   int64_t max_pixels = 0;                  // refuse headers declaring more pixels than this (0: no limit)
   uint8_t* buffer = nullptr;               // rows of `stride` bytes, (y1 - y0) of them
   size_t capacity = 0;                     // bytes at buffer (at least capacity_for())
   int64_t dx0 = 0, width = 0;              // decoded columns [dx0, dx0 + width) (dx0 <= x0, dx0 + width >= x1)
   int64_t stride = 0;                      // bytes per decoded row: width * components
 };
+
+// An image extent at scale 1/denom, as libjpeg computes it (rounded up).
+inline int64_t scaled(int64_t extent, int denom) { return (extent + denom - 1) / denom; }
 
 // Whether this build has libjpeg-turbo's partial decode, and which version ("2.1.5"; "" without it).
 bool available();
@@ -44,9 +48,10 @@ int read_info(const uint8_t* data, size_t size, int64_t max_pixels, Info* info, 
 // The bytes a region of rows [y0, y1) x columns [x0, x1) needs at most (its columns widened to the iMCU grid).
 size_t capacity_for(const Info& info, int64_t y0, int64_t y1, int64_t x0, int64_t x1);
 
-// Decodes region->[y0, y1) x [x0, x1) of the image into region->buffer: 0 and dx0, width, stride set, or
-// nonzero and `message` set. The values equal a full decode's in every requested pixel when the request is one
-// pixel wider than needed on each side (libjpeg's fancy upsampling reads chroma one pixel beyond).
+// Decodes region->[y0, y1) x [x0, x1) of the image (scaled by 1/region->denom) into region->buffer: 0 and dx0,
+// width, stride set, or nonzero and `message` set. The values equal a full decode's (at the same scale) in every
+// requested pixel when the request is one pixel wider than needed on each side (libjpeg's fancy upsampling reads
+// chroma one pixel beyond).
 int decode_region(const uint8_t* data, size_t size, const Info& info, Region* region, char* message);
 
 // Decoded CMYK pixels (4 bytes each, as stored) to RGB in place (3 bytes each from the start), as Pillow gives
