@@ -179,8 +179,9 @@ def test_decompression_bomb_header_is_refused_before_decoding():
 
 
 def test_fuzzed_jpegs_never_crash():
-    """2400 mutants (truncations at many offsets, byte flips in the header and the scan) of three JPEGs: each is
-    a valid batch or a ValueError naming its sample; the ASan+UBSan CPU build runs this test too."""
+    """2400 mutants (truncations at many offsets, byte flips in the header and the scan) of three JPEGs, half of
+    them decoded at reduced scale: each is a valid batch or a ValueError naming its sample; the ASan+UBSan CPU
+    build runs this test too."""
     bases = [jpeg_cases.encode(jpeg_cases.photo(48, 64, seed=1)),
              jpeg_cases.encode(jpeg_cases.photo(33, 17, seed=2), subsampling="4:4:4", progressive=True),
              jpeg_cases.encode(jpeg_cases.photo(40, 40, seed=3), subsampling="4:2:2", restart=1)]
@@ -188,9 +189,12 @@ def test_fuzzed_jpegs_never_crash():
     for k, base in enumerate(bases):
         for data in jpeg_cases.corrupt_variants(base, 800, seed=k):
             total += 1
-            boxes = torch.tensor([[0, 0, 4, 4], [0, 0, 1, 1]], dtype=torch.float64)
+            reduced = total % 2 == 0  # every other mutant decoded at 1/8 scale (16x16 boxes over a 2x2 output)
+            boxes = torch.tensor([[0, 0, 16, 16]] * 2 if reduced else [[0, 0, 4, 4], [0, 0, 1, 1]],
+                                 dtype=torch.float64)
             try:
-                out = tensorops.decode_resized_crop_mirror_normalize([base, data], M, S, size=4, boxes=boxes)
+                out = tensorops.decode_resized_crop_mirror_normalize([base, data], M, S, size=2 if reduced else 4,
+                                                                     boxes=boxes, reduced_scale=reduced)
                 assert torch.isfinite(out).all()
             except ValueError as e:
                 assert "sample 1" in str(e), str(e)
