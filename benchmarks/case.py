@@ -36,6 +36,11 @@ class Bench:
     # tensorops call, e.g. with out=, whose ratio to it must not be blurred by the machine's load); their
     # medians join extras_s, their spreads spread_s, and their per-round ratios to tensorops paired_ratio_spread
     paired: Dict[str, Callable[[], Any]] = dataclasses.field(default_factory=dict)
+    # facts that exist only once the inputs do (rows whose inputs are costly to make, e.g. encoded files, make
+    # them in ``make`` so that listing the grid stays instant): the bytes moved, in place of Case.nbytes, and
+    # notes appended to Case.notes
+    nbytes: Optional[int] = None
+    notes: str = ""
 
     def stmt(self, fn: Callable[..., Any]) -> Callable[[], Any]:
         if self.run is not None:
@@ -54,7 +59,7 @@ class Case:
     shape: str
     dtype: str
     layout: str
-    nbytes: int  # bytes the op must move: reads + writes
+    nbytes: Optional[int]  # bytes the op must move: reads + writes (None: the Bench says, once built)
     make: Callable[[torch.device], Bench]
     eager_expr: str  # what "native eager" means for this row, spelled out in the JSON
     compile_grids: Tuple[str, ...] = GRIDS  # grids in which the compiled column is timed

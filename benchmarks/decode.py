@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 import math
-from typing import List, Sequence, Tuple
+from typing import Callable, List, Sequence, Tuple, Union
 
 import torch
 
@@ -35,8 +35,10 @@ def encode_jpegs(sizes: Sequence[Tuple[int, int]], quality: int = 90, seed: int 
     return out
 
 
-def _make(files: List[bytes], boxes: torch.Tensor, mirror: torch.Tensor, crop: int, train: bool, resize_size: int,
-          reduced: bool = False):
+def _make(files: Union[List[bytes], Callable[[], List[bytes]]], boxes: torch.Tensor, mirror: torch.Tensor,
+          crop: int, train: bool, resize_size: int, reduced: bool = False):
+    """The row's Bench factory. ``files``: the JPEGs, or a function that encodes them (called when the row runs,
+    so that listing the grid stays instant)."""
     def make(device: torch.device) -> Bench:
         import numpy as np
         import tensorops
@@ -44,7 +46,8 @@ def _make(files: List[bytes], boxes: torch.Tensor, mirror: torch.Tensor, crop: i
         from torchvision.io import ImageReadMode, decode_jpeg
         from torchvision.transforms.v2 import functional as F
 
-        data = [torch.frombuffer(bytearray(f), dtype=torch.uint8) for f in files]
+        files_ = files() if callable(files) else files
+        data = [torch.frombuffer(bytearray(f), dtype=torch.uint8) for f in files_]
         params = [tuple(int(v) for v in b) for b in boxes.tolist()]
         flips = mirror.tolist()
         kw = dict(size=crop, boxes=boxes, mirror=mirror if train else None, crop_first=train)
@@ -69,14 +72,16 @@ def _make(files: List[bytes], boxes: torch.Tensor, mirror: torch.Tensor, crop: i
             return tensorops.resized_crop_mirror_normalize(ims, MEAN, STD, **kw)
 
         def pil_then_resize():
-            ims = [torch.from_numpy(np.asarray(Image.open(io.BytesIO(f)).convert("RGB"))) for f in files]
+            ims = [torch.from_numpy(np.asarray(Image.open(io.BytesIO(f)).convert("RGB"))) for f in files_]
             return tensorops.resized_crop_mirror_normalize(ims, MEAN, STD, dim=-1, **kw)
 
         paired = {"decode_jpeg + tensorops resize": full_then_resize, "PIL + tensorops resize": pil_then_resize}
         if reduced:
             paired["tensorops reduced_scale"] = lambda: tensorops.decode_resized_crop_mirror_normalize(
                 data, MEAN, STD, reduced_scale=True, **kw)
-        return Bench(eager=eager, tensorops=tops, args=(data,), paired=paired)
+        return Bench(eager=eager, tensorops=tops, args=(data,), paired=paired,
+                     nbytes=sum(len(f) for f in files_) + len(files_) * 3 * crop * crop * 4,
+                     notes=reduced_scale_distance(files_, boxes, crop, train) if reduced else "")
 
     return make
 
@@ -96,7 +101,6 @@ def reduced_scale_distance(files: List[bytes], boxes: torch.Tensor, crop: int, c
 
 def _case(n: int, lo: int, hi: int, crop: int, label: str, train: bool = True) -> Case:
     sizes, boxes, mirror, resize_size = _params(n, lo, hi, crop, train)
-    files = encode_jpegs(sizes)
     reduced = hi > 1000  # large photos: the row also times the reduced-scale decode, and says how far it lands
     mode = "train" if train else "eval"
     how = "resized_crop (bilinear, antialias), horizontal_flip" if train else \
@@ -108,16 +112,15 @@ def _case(n: int, lo: int, hi: int, crop: int, label: str, train: bool = True) -
         shape=f"{n}x JPEG ({lo}-{hi})^2 q90 4:2:0 ->{crop}x{crop} {mode}",
         dtype="jpeg->f32",
         layout="NCHW",
-        nbytes=sum(len(f) for f in files) + n * 3 * crop * crop * 4,
-        make=_make(files, boxes, mirror, crop, train, resize_size, reduced),
+        nbytes=None,  # the files' bytes + the batch's: the Bench counts them once it has encoded the files
+        make=_make(lambda: encode_jpegs(sizes), boxes, mirror, crop, train, resize_size, reduced),
         eager_expr=f"torchvision v2 per image: decode_jpeg(RGB), {how}, to_dtype(float32, scale=True), normalize; "
                    "torch.stack",
         compile_grids=(),  # decode_jpeg is an opaque op: torch.compile has nothing to fuse
         check_atol=ONE_STEP,
         requires=("torchvision",),
         notes="photo-like JPEGs encoded by the benchmark; checked within 1 uint8 step (torchvision rounds the "
-              "resized pixels to uint8); the decode_jpeg + tensorops column is bit-identical to tensorops"
-              + ("; " + reduced_scale_distance(files, boxes, crop, train) if reduced else ""),
+              "resized pixels to uint8); the decode_jpeg + tensorops column is bit-identical to tensorops",
     )
 
 

@@ -38,8 +38,14 @@ def _params(n: int, lo: int, hi: int, crop: int, train: bool, seed: int = 0):
     return sizes, boxes, mirror, collate.resize_size
 
 
+# The image layouts users have: HWC memory seen as CHW (strides (1, 3W, 3)) is what torchvision.io.decode_jpeg
+# returns and what ToImage / pil_to_tensor make of a PIL image; contiguous CHW is what a .contiguous() or a
+# batch slice gives.
+LAYOUTS = {"hwc": "HWC memory (decode_jpeg)", "chw": "NCHW"}
+
+
 def _make(sizes: Sequence[Tuple[int, int]], boxes: torch.Tensor, mirror: torch.Tensor, crop: int, train: bool,
-          resize_size: int, interpolation: str):
+          resize_size: int, interpolation: str, layout: str = "chw"):
     def make(device: torch.device) -> Bench:
         import tensorops
         from torchvision.transforms.v2 import functional as F
@@ -48,6 +54,8 @@ def _make(sizes: Sequence[Tuple[int, int]], boxes: torch.Tensor, mirror: torch.T
 
         g = torch.Generator().manual_seed(0)
         images = [photo_like(H, W, g).to(device) for H, W in sizes]
+        if layout == "hwc":
+            images = [im.permute(1, 2, 0).contiguous().permute(2, 0, 1) for im in images]
         params = [tuple(int(v) for v in b) for b in boxes.tolist()]
         flips = mirror.tolist()
 
@@ -84,7 +92,7 @@ def _make(sizes: Sequence[Tuple[int, int]], boxes: torch.Tensor, mirror: torch.T
 
 
 def _case(n: int, lo: int, hi: int, crop: int, label: str, train: bool = True,
-          compile_grids: Sequence[str] = GRIDS, interpolation: str = "bilinear") -> Case:
+          compile_grids: Sequence[str] = GRIDS, interpolation: str = "bilinear", layout: str = "chw") -> Case:
     sizes, boxes, mirror, resize_size = _params(n, lo, hi, crop, train)
     read = int(sum(round(float(h)) * round(float(w)) for h, w in boxes[:, 2:].tolist())) * 3
     numel = n * 3 * crop * crop
@@ -97,13 +105,14 @@ def _case(n: int, lo: int, hi: int, crop: int, label: str, train: bool = True,
     return Case(
         op="resized_crop_mirror_normalize",
         series=f"resized_crop_mirror_normalize u8->f32 {mode}" + ("" if interpolation == "bilinear" else
-                                                                  f" {interpolation}"),
+                                                                  f" {interpolation}")
+        + ("" if layout == "chw" else f" {layout}"),
         case=label,
         shape=f"{n}x list of (3,{lo}-{hi},{lo}-{hi})->{crop}x{crop} {mode}",
         dtype="u8->f32",
-        layout="NCHW",
+        layout=LAYOUTS[layout],
         nbytes=read + numel * 4,
-        make=_make(sizes, boxes, mirror, crop, train, resize_size, interpolation),
+        make=_make(sizes, boxes, mirror, crop, train, resize_size, interpolation, layout),
         eager_expr=f"torchvision v2 per image: {how}, to_dtype(float32, scale=True), normalize; torch.stack",
         compile_grids=tuple(compile_grids),
         check_atol=steps * ONE_STEP,
@@ -117,6 +126,9 @@ def cases(device: torch.device, grid: str) -> List[Case]:
         return [_case(2, 20, 28, 8, "tiny", compile_grids=())]
     # torch.compile of 32 differently sized images (32 resize graphs) costs minutes on 2 cores: full grid only
     out = [
+        # decode_jpeg's layout first: what a pipeline that decodes has (torchvision's resize is fastest there)
+        _case(32, 300, 500, 224, "imagenet", compile_grids=("full",), layout="hwc"),
+        _case(32, 300, 500, 224, "imagenet", train=False, compile_grids=("full",), layout="hwc"),
         _case(32, 300, 500, 224, "imagenet", compile_grids=("full",)),
         _case(32, 300, 500, 224, "imagenet", train=False, compile_grids=("full",)),
         # bicubic evaluation (timm resizes bicubically for many models): Resize(256, bicubic) + CenterCrop(224)

@@ -158,8 +158,9 @@ def run_case(
     rounds: int = 5,
 ) -> Dict[str, Any]:
     """Time one case and return its row (a flat dict with ROW_KEYS)."""
-    notes = [case.notes] if case.notes else []
     bench = case.make(device)
+    notes = [n for n in (case.notes, bench.notes) if n]
+    nbytes = int(bench.nbytes if bench.nbytes is not None else case.nbytes)
     times: Dict[str, Optional[float]] = {k: None for k in IMPLS}
     compile_error: Optional[str] = None
     compile_warmup: Optional[float] = None
@@ -233,7 +234,7 @@ def run_case(
     paired_ratios = {name: spread([a / b for a, b in zip(samples[name], samples["tensorops"]) if b > 0])
                      for name in bench.paired if name in samples and "tensorops" in samples}
     del bench, eager_stmt, tops_stmt
-    copy_s = copy(device, case.nbytes)
+    copy_s = copy(device, nbytes)
 
     t_ops = times["tensorops"]
     for name, t in extras.items():
@@ -248,7 +249,7 @@ def run_case(
         "dtype": case.dtype,
         "layout": case.layout,
         "device": str(device),
-        "bytes": int(case.nbytes),
+        "bytes": nbytes,
         "eager_expr": case.eager_expr,
         "eager_s": times["eager"],
         "compile_s": times["compile"],
@@ -262,8 +263,8 @@ def run_case(
         "speedup_vs_eager_spread": spread(paired("eager")),
         "speedup_vs_compile_spread": spread(paired("compile")),
         "paired_ratio_spread": paired_ratios,
-        "gbps": _ratio(case.nbytes / 1e9, t_ops),
-        "copy_gbps": _ratio(case.nbytes / 1e9, copy_s),
+        "gbps": _ratio(nbytes / 1e9, t_ops),
+        "copy_gbps": _ratio(nbytes / 1e9, copy_s),
         "pct_of_copy": None if t_ops is None else 100.0 * copy_s / t_ops,
         "eager_pct_of_copy": None if times["eager"] is None else 100.0 * copy_s / times["eager"],
         "compile_pct_of_copy": None if times["compile"] is None else 100.0 * copy_s / times["compile"],
