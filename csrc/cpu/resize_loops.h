@@ -3,34 +3,112 @@
 // floating rows with), so no #pragma once and no includes. The names it uses from resized_crop_mirror_normalize.cpp: Plan, AxisTaps.
 // NOLINTBEGIN
 
-// Vertical pass: out[t] = sum_k w[k] * rows[k][t * es] for t < L (the first tap assigns, the rest accumulate:
-// each is a plain loop the compiler vectorizes, converting the source to acc_t on the way).
+// Vertical pass: out[t] = sum_k w[k] * rows[k][t * es] for t < L. Contiguous rows (es == 1) into float go 16
+// values a vector, two vectors a step, every tap into registers (the source converted on the way: load16) and
+// one store, so the accumulator never goes through memory.
+typedef float F16 __attribute__((vector_size(64)));
+
+// 16 source values as floats: uint8 with the build's widening loads (one vpmovzxbd + vcvtdq2ps on AVX-512;
+// GCC 12 turns __builtin_convertvector of bytes into scalar code), other types one by one (vectorized by GCC).
+template <typename in_t>
+inline F16 load16(const in_t* p) {
+  F16 r;
+#if TENSOROPS_CPU_AVX2
+  if constexpr (std::is_same_v<in_t, uint8_t>) {
+    if constexpr (kPermute16) {
+      const __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+      std::memcpy(&r, &v, sizeof(r));
+      return r;
+    } else if constexpr (kF16C) {  // the AVX2 build
+      const __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+      const __m256 hi =
+          _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8))));
+      std::memcpy(&r, &lo, sizeof(lo));
+      std::memcpy(reinterpret_cast<char*>(&r) + sizeof(lo), &hi, sizeof(hi));
+      return r;
+    }
+  }
+#endif
+  float t[16];
+  for (int i = 0; i < 16; ++i) t[i] = static_cast<float>(p[i]);
+  std::memcpy(&r, t, sizeof(r));
+  return r;
+}
+
+// The rows the next output row reads first (`ahead`: the two past this row's last tap) are prefetched as this
+// one is summed: measured on 32 decoded photos at 1 thread, the first reads of each source row waited on memory.
+template <typename in_t>
+inline void prefetch_ahead(const in_t* const* ahead, int64_t t) {
+  __builtin_prefetch(reinterpret_cast<const char*>(ahead[0] + t) + 256);
+  __builtin_prefetch(reinterpret_cast<const char*>(ahead[1] + t) + 256);
+}
+
 template <typename in_t, typename acc_t>
-void vertical(const in_t* const* rows, const acc_t* w, int64_t K, int64_t L, int64_t es, acc_t* __restrict out) {
-  if (es == 1) {
-    const in_t* __restrict r0 = rows[0];
-    const acc_t w0 = w[0];
-    for (int64_t t = 0; t < L; ++t) out[t] = w0 * static_cast<acc_t>(r0[t]);
-    int64_t k = 1;
-    for (; k + 1 < K; k += 2) {  // two taps a pass: half the loads and stores of the accumulator
-      const in_t* __restrict ra = rows[k];
-      const in_t* __restrict rb = rows[k + 1];
-      const acc_t wa = w[k], wb = w[k + 1];
-      for (int64_t t = 0; t < L; ++t) out[t] += wa * static_cast<acc_t>(ra[t]) + wb * static_cast<acc_t>(rb[t]);
+void vertical(const in_t* const* rows, const acc_t* w, int64_t K, int64_t L, int64_t es, acc_t* __restrict out,
+              const in_t* const* ahead) {
+  int64_t t = 0;
+  if constexpr (std::is_same_v<acc_t, float>) {
+    if (es == 1) {
+      for (; t + 32 <= L; t += 32) {
+        prefetch_ahead(ahead, t);
+        F16 a0 = {}, a1 = {};
+        for (int64_t k = 0; k < K; ++k) {
+          const float wk = w[k];
+          a0 += wk * load16(rows[k] + t);
+          a1 += wk * load16(rows[k] + t + 16);
+        }
+        std::memcpy(out + t, &a0, sizeof(F16));
+        std::memcpy(out + t + 16, &a1, sizeof(F16));
+      }
     }
-    if (k < K) {
-      const in_t* __restrict r = rows[k];
-      const acc_t wk = w[k];
-      for (int64_t t = 0; t < L; ++t) out[t] += wk * static_cast<acc_t>(r[t]);
+  }
+  for (; t < L; ++t) {
+    acc_t a = acc_t(0);
+    for (int64_t k = 0; k < K; ++k) a += w[k] * static_cast<acc_t>(rows[k][t * es]);
+    out[t] = a;
+  }
+}
+
+// The vertical pass of 3 interleaved channels (HWC rows, n pixels) straight into 3 planes `ps` apart (the
+// AVX-512 build's planar horizontal pass reads planes): 16 pixels a step, their 48 values accumulated in three
+// vectors, then split into one vector per channel by two-register permutes (two per channel).
+template <typename in_t, typename acc_t>
+void vertical_planes3(const in_t* const* rows, const acc_t* w, int64_t K, int64_t n, acc_t* __restrict p,
+                      int64_t ps, const in_t* const* ahead) {
+  int64_t t = 0;
+  if constexpr (std::is_same_v<acc_t, float>) {
+    typedef int32_t M __attribute__((vector_size(64)));
+    // channel c of pixel q (lane q) is value 3q + c of the 48: first from a|b (lanes 0-31), then the rest from c
+    constexpr M ab0 = {0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 0, 0, 0, 0, 0};
+    constexpr M ab1 = {1, 4, 7, 10, 13, 16, 19, 22, 25, 28, 31, 0, 0, 0, 0, 0};
+    constexpr M ab2 = {2, 5, 8, 11, 14, 17, 20, 23, 26, 29, 0, 0, 0, 0, 0, 0};
+    constexpr M c0 = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 17, 20, 23, 26, 29};
+    constexpr M c1 = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 18, 21, 24, 27, 30};
+    constexpr M c2 = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 19, 22, 25, 28, 31};
+    for (; t + 16 <= n; t += 16) {
+      prefetch_ahead(ahead, t * 3);
+      F16 a = {}, b = {}, c = {};
+      for (int64_t k = 0; k < K; ++k) {
+        const float wk = w[k];
+        const in_t* r = rows[k] + t * 3;
+        a += wk * load16(r);
+        b += wk * load16(r + 16);
+        c += wk * load16(r + 32);
+      }
+      const F16 x0 = __builtin_shuffle(__builtin_shuffle(a, b, ab0), c, c0);
+      const F16 x1 = __builtin_shuffle(__builtin_shuffle(a, b, ab1), c, c1);
+      const F16 x2 = __builtin_shuffle(__builtin_shuffle(a, b, ab2), c, c2);
+      std::memcpy(p + t, &x0, sizeof(F16));
+      std::memcpy(p + ps + t, &x1, sizeof(F16));
+      std::memcpy(p + 2 * ps + t, &x2, sizeof(F16));
     }
-    return;
   }
-  for (int64_t t = 0; t < L; ++t) out[t] = acc_t(0);
-  for (int64_t k = 0; k < K; ++k) {
-    const in_t* r = rows[k];
-    const acc_t wk = w[k];
-    for (int64_t t = 0; t < L; ++t) out[t] += wk * static_cast<acc_t>(r[t * es]);
-  }
+  for (; t < n; ++t)
+    for (int64_t c = 0; c < 3; ++c) {
+      acc_t a = acc_t(0);
+      for (int64_t k = 0; k < K; ++k) a += w[k] * static_cast<acc_t>(rows[k][t * 3 + c]);
+      p[c * ps + t] = a;
+    }
 }
 
 // Channel counts: kC, a compile-time constant for 1-4 channels (so strided accesses become shuffles), or 0 and
@@ -133,38 +211,44 @@ void store_planes(const acc_t* __restrict x, out_t* __restrict y, int64_t ys, in
   }
 }
 
-// The planar horizontal pass (AVX-512 builds, float): one channel's row v (zero-padded 32 past its span) to w
-// outputs o (padded to whole blocks of 16), a block of 16 outputs at a time (AxisTaps::blocks).
-template <typename acc_t>
-void horizontal_planar(const acc_t* __restrict v, acc_t* __restrict o, int64_t w, const AxisTaps<acc_t>& X) {
-  typedef float F16 __attribute__((vector_size(64)));
+// The planar horizontal pass (AVX-512 builds, float): kC channels' rows (channel c at v + c * vs, zero-padded 32
+// past its span) to w outputs each (at o + c * os, padded to whole blocks of 16), a block of 16 outputs at a
+// time (AxisTaps::blocks). The channels share each tap's weights and permute indices, so they go together: one
+// index update and weight load a tap for all of them, and kC independent multiply-add chains.
+template <int kC, typename acc_t>
+void horizontal_planar(const acc_t* __restrict v, int64_t vs, acc_t* __restrict o, int64_t os, int64_t w,
+                       const AxisTaps<acc_t>& X) {
   typedef int32_t I16 __attribute__((vector_size(64)));
   const int64_t K = X.K, nb = (w + 15) / 16;
   for (int64_t bk = 0; bk < nb; ++bk) {
     const int64_t j0 = bk * 16;
     if (X.blk_fit[bk]) {
-      F16 lo, hi, acc = {};
+      F16 lo[kC], hi[kC], acc[kC];
+      for (int c = 0; c < kC; ++c) {
+        std::memcpy(&lo[c], v + c * vs + X.blk_base[bk], sizeof(F16));
+        std::memcpy(&hi[c], v + c * vs + X.blk_base[bk] + 16, sizeof(F16));
+        acc[c] = F16{};
+      }
       I16 idx;
-      std::memcpy(&lo, v + X.blk_base[bk], sizeof(F16));
-      std::memcpy(&hi, v + X.blk_base[bk] + 16, sizeof(F16));
       std::memcpy(&idx, X.blk_idx.data() + j0, sizeof(I16));
       const acc_t* wk = X.blk_w.data() + bk * K * 16;
       for (int64_t k = 0; k < K; ++k) {
         F16 wv;
         std::memcpy(&wv, wk + k * 16, sizeof(F16));
-        acc += wv * __builtin_shuffle(lo, hi, idx);
+        for (int c = 0; c < kC; ++c) acc[c] += wv * __builtin_shuffle(lo[c], hi[c], idx);
         idx += 1;
       }
-      std::memcpy(o + j0, &acc, sizeof(F16));
+      for (int c = 0; c < kC; ++c) std::memcpy(o + c * os + j0, &acc[c], sizeof(F16));
     } else {
       const int64_t j1 = std::min(j0 + 16, w);
-      for (int64_t j = j0; j < j1; ++j) {
-        const acc_t* p = v + X.first[j];
-        const acc_t* q = X.w.data() + j * K;
-        acc_t acc = acc_t(0);
-        for (int64_t k = 0; k < K; ++k) acc += q[k] * p[k];
-        o[j] = acc;
-      }
+      for (int c = 0; c < kC; ++c)
+        for (int64_t j = j0; j < j1; ++j) {
+          const acc_t* p = v + c * vs + X.first[j];
+          const acc_t* q = X.w.data() + j * K;
+          acc_t a = acc_t(0);
+          for (int64_t k = 0; k < K; ++k) a += q[k] * p[k];
+          o[c * os + j] = a;
+        }
     }
   }
 }
@@ -176,23 +260,63 @@ void deinterleave(const acc_t* __restrict x, int64_t n, acc_t* __restrict p, int
     for (int64_t t = 0; t < n; ++t) p[c * ps + t] = x[t * TENSOROPS_NC + c];
 }
 
+// x[n - 1 - t] for t < n into r: 16 floats a step, each reversed by one permute (GCC leaves such a loop scalar).
+template <typename acc_t>
+inline void reversed(const acc_t* __restrict x, int64_t n, acc_t* __restrict r) {
+  int64_t t = 0;
+  if constexpr (std::is_same_v<acc_t, float>) {
+    typedef int32_t M __attribute__((vector_size(64)));
+    constexpr M rev = {15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0};
+    for (; t + 16 <= n; t += 16) {
+      F16 v;
+      std::memcpy(&v, x + n - 16 - t, sizeof(v));
+      v = __builtin_shuffle(v, rev);
+      std::memcpy(r + t, &v, sizeof(v));
+    }
+  }
+  for (; t < n; ++t) r[t] = x[n - 1 - t];
+}
+
+// y[t] = x[t] * a + b for t < n, float; `stream`: with non-temporal stores where y is 64-byte aligned (a batch
+// too large for the caches then costs no read of its lines before they are written, and evicts no source rows:
+// Plan::stream).
+inline void affine_row(const float* __restrict x, float* __restrict y, int64_t n, float a, float b, bool stream) {
+  int64_t t = 0;
+#if TENSOROPS_CPU_AVX2
+  if constexpr (kPermute16) {
+    if (stream) {
+      for (; t < n && (reinterpret_cast<uintptr_t>(y + t) & 63) != 0; ++t) y[t] = math::normalize_apply(x[t], a, b);
+      for (; t + 16 <= n; t += 16) {
+        F16 v;
+        std::memcpy(&v, x + t, sizeof(v));
+        v = math::normalize_apply(v, F16{} + a, F16{} + b);
+        __m512 m;
+        std::memcpy(&m, &v, sizeof(m));
+        _mm512_stream_ps(y + t, m);
+      }
+    }
+  }
+#endif
+  for (; t < n; ++t) y[t] = math::normalize_apply(x[t], a, b);
+}
+
 // Planar resampled rows (channel c at x + c * xs) to the output planes `ys` apart: normalize's multiply-add (or
-// uint8 rounding), read backwards for a mirrored row.
+// uint8 rounding), read backwards for a mirrored row (reversed into `tmp`, n values, first).
 template <typename out_t, typename acc_t>
 void store_planar(const acc_t* __restrict x, int64_t xs, out_t* __restrict y, int64_t ys, int64_t n, const acc_t* a,
-                  const acc_t* b, bool mirror, int64_t nc) {
+                  const acc_t* b, bool mirror, int64_t nc, acc_t* __restrict tmp, bool stream) {
   for (int64_t c = 0; c < nc; ++c) {
     const acc_t ac = a[c], bc = b[c];
     const acc_t* __restrict xc = x + c * xs;
     out_t* __restrict yc = y + c * ys;
+    if (mirror) {
+      reversed<acc_t>(xc, n, tmp);
+      xc = tmp;
+    }
     if constexpr (sizeof(out_t) == 1) {
-      if (mirror)
-        for (int64_t t = 0; t < n; ++t) yc[t] = resize::store<out_t>(xc[n - 1 - t]);
-      else
-        for (int64_t t = 0; t < n; ++t) yc[t] = resize::store<out_t>(xc[t]);
-    } else if (mirror) {
-      const acc_t* xr = xc + n - 1;
-      emit<out_t, acc_t>(yc, n, [&](int64_t t) { return math::normalize_apply(xr[-t], ac, bc); });
+      for (int64_t t = 0; t < n; ++t) yc[t] = resize::store<out_t>(xc[t]);
+    } else if constexpr (std::is_same_v<out_t, float> && std::is_same_v<acc_t, float>) {
+      affine_row(xc, yc, n, ac, bc, stream);
     } else {
       emit<out_t, acc_t>(yc, n, [&](int64_t t) { return math::normalize_apply(xc[t], ac, bc); });
     }
@@ -212,7 +336,7 @@ void rows_pass(const Plan<out_t, acc_t>& P, int64_t begin, int64_t end) {
   constexpr bool kPlanar = kPermute16 && std::is_same_v<acc_t, float>;
   // plane strides: source (zero past its span for the widest window or a 32-float permute), output
   const int64_t ps = P.max_span + std::max<int64_t>(32, P.max_kx), wp = (w + 15) / 16 * 16;
-  std::vector<acc_t> planes(ps * C), vrow((P.max_span + P.max_kx) * C + 4), orow(wp * C + 4);
+  std::vector<acc_t> planes(ps * C), vrow((P.max_span + P.max_kx) * C + 4), orow(wp * C + 4), rev(wp);
   std::vector<const in_t*> rows(P.max_ky);
   int64_t last_n = -1;
   for (int64_t r = begin; r < end; ++r) {
@@ -237,19 +361,33 @@ void rows_pass(const Plan<out_t, acc_t>& P, int64_t begin, int64_t end) {
     const acc_t* wy = T.y.w.data() + i * T.y.K;
     const int64_t y0 = T.y.base + T.y.first[i];
     // vertical pass: HWC images with the channels innermost as one run of span * C values, else per channel
+    // (3 channels into planes for the planar horizontal pass: split as they are summed)
+    constexpr bool kSplit3 = kPlanar && kC == 3;
+    const int64_t y_last = T.y.base + T.y.span - 1;  // the rows to prefetch: the two after this row's last tap
+    const int64_t ya[2] = {std::min(y0 + K, y_last), std::min(y0 + K + 1, y_last)};
+    const in_t* ahead[2];
     if (P.packed) {
       for (int64_t k = 0; k < K; ++k) rows[k] = src + (y0 + k) * sm.sy + T.x.base * C;
-      vertical<in_t, acc_t>(rows.data(), wy, K, span * C, 1, vrow.data());
+      for (int64_t k = 0; k < 2; ++k) ahead[k] = src + ya[k] * sm.sy + T.x.base * C;
+      if constexpr (kSplit3)
+        vertical_planes3<in_t, acc_t>(rows.data(), wy, K, span, planes.data(), ps, ahead);
+      else
+        vertical<in_t, acc_t>(rows.data(), wy, K, span * C, 1, vrow.data(), ahead);
     } else {
       for (int64_t c = 0; c < C; ++c) {
         for (int64_t k = 0; k < K; ++k) rows[k] = src + c * sm.sc + (y0 + k) * sm.sy + T.x.base * sm.sx;
-        vertical<in_t, acc_t>(rows.data(), wy, K, span, sm.sx, planes.data() + c * ps);
+        for (int64_t k = 0; k < 2; ++k) ahead[k] = src + c * sm.sc + ya[k] * sm.sy + T.x.base * sm.sx;
+        vertical<in_t, acc_t>(rows.data(), wy, K, span, sm.sx, planes.data() + c * ps, ahead);
       }
     }
     // horizontal pass, into orow: planar (channel c at c * wp + j) with 16-float permutes, else interleaved
     if constexpr (kPlanar) {
-      if (P.packed) deinterleave<kC, acc_t>(vrow.data(), span, planes.data(), ps, C);
-      for (int64_t c = 0; c < C; ++c) horizontal_planar<acc_t>(planes.data() + c * ps, orow.data() + c * wp, w, T.x);
+      if (P.packed && !kSplit3) deinterleave<kC, acc_t>(vrow.data(), span, planes.data(), ps, C);
+      if constexpr (kC >= 1 && kC <= 4)
+        horizontal_planar<kC, acc_t>(planes.data(), ps, orow.data(), wp, w, T.x);
+      else
+        for (int64_t c = 0; c < C; ++c)
+          horizontal_planar<1, acc_t>(planes.data() + c * ps, ps, orow.data() + c * wp, wp, w, T.x);
     } else {
       if (!P.packed) interleave<kC, acc_t>(planes.data(), ps, span, vrow.data(), C);
       horizontal<kC, acc_t>(vrow.data(), orow.data(), w, T.x.K, T.x.first.data(), T.x.w.data(), C);
@@ -258,7 +396,7 @@ void rows_pass(const Plan<out_t, acc_t>& P, int64_t begin, int64_t end) {
     const int64_t opx = kPlanar ? 1 : C, opc = kPlanar ? wp : 1;  // orow's pixel and channel strides
     if (P.os_w == 1 && P.finite[n]) {
       if constexpr (kPlanar)
-        store_planar<out_t, acc_t>(orow.data(), wp, y, P.os_c, w, a, b, sm.mirror != 0, C);
+        store_planar<out_t, acc_t>(orow.data(), wp, y, P.os_c, w, a, b, sm.mirror != 0, C, rev.data(), P.stream);
       else
         store_planes<kC, out_t, acc_t>(orow.data(), y, P.os_c, w, a, b, sm.mirror != 0, C);
     } else {  // channels_last output, or a std too small for the coefficients: the formula per element
@@ -282,6 +420,9 @@ void rows_pass(const Plan<out_t, acc_t>& P, int64_t begin, int64_t end) {
           for (int64_t c = 0; c < C; ++c) y[c * P.os_c + jj * P.os_w] = P.fill_out;
         }
   }
+#if TENSOROPS_CPU_AVX2
+  if (P.stream) _mm_sfence();  // the non-temporal stores are visible before the pass is done
+#endif
 }
 
 #undef TENSOROPS_NC
