@@ -62,6 +62,15 @@ void vertical(const in_t* const* rows, const acc_t* w, int64_t K, int64_t L, int
       }
     }
   }
+  if (t == 0) {  // double, strided or short rows: a tap at a time over the row (GCC vectorizes what it can)
+    for (int64_t u = 0; u < L; ++u) out[u] = acc_t(0);
+    for (int64_t k = 0; k < K; ++k) {
+      const in_t* r = rows[k];
+      const acc_t wk = w[k];
+      for (int64_t u = 0; u < L; ++u) out[u] += wk * static_cast<acc_t>(r[u * es]);
+    }
+    return;
+  }
   for (; t < L; ++t) {
     acc_t a = acc_t(0);
     for (int64_t k = 0; k < K; ++k) a += w[k] * static_cast<acc_t>(rows[k][t * es]);
@@ -222,7 +231,7 @@ void horizontal_planar(const acc_t* __restrict v, int64_t vs, acc_t* __restrict 
   const int64_t K = X.K, nb = (w + 15) / 16;
   for (int64_t bk = 0; bk < nb; ++bk) {
     const int64_t j0 = bk * 16;
-    if (X.blk_fit[bk]) {
+    if (X.blk_fit[bk] == 2) {  // every tap's pixels in the 32 from blk_base: two registers a channel
       F16 lo[kC], hi[kC], acc[kC];
       for (int c = 0; c < kC; ++c) {
         std::memcpy(&lo[c], v + c * vs + X.blk_base[bk], sizeof(F16));
@@ -235,8 +244,25 @@ void horizontal_planar(const acc_t* __restrict v, int64_t vs, acc_t* __restrict 
       for (int64_t k = 0; k < K; ++k) {
         F16 wv;
         std::memcpy(&wv, wk + k * 16, sizeof(F16));
-        for (int c = 0; c < kC; ++c) acc[c] += wv * __builtin_shuffle(lo[c], hi[c], idx);
-        idx += 1;
+        for (int c = 0; c < kC; ++c) acc[c] += wv * __builtin_shuffle(lo[c], hi[c], idx + int32_t(k));
+      }
+      for (int c = 0; c < kC; ++c) std::memcpy(o + c * os + j0, &acc[c], sizeof(F16));
+    } else if (X.blk_fit[bk] == 1) {  // each tap's pixels in the 32 from blk_base + k: two loads a tap
+      F16 acc[kC];
+      for (int c = 0; c < kC; ++c) acc[c] = F16{};
+      I16 idx;
+      std::memcpy(&idx, X.blk_idx.data() + j0, sizeof(I16));
+      const acc_t* wk = X.blk_w.data() + bk * K * 16;
+      const acc_t* vk = v + X.blk_base[bk];
+      for (int64_t k = 0; k < K; ++k, ++vk) {  // tap k: the 32 source pixels from blk_base + k
+        F16 wv;
+        std::memcpy(&wv, wk + k * 16, sizeof(F16));
+        for (int c = 0; c < kC; ++c) {
+          F16 lo, hi;
+          std::memcpy(&lo, vk + c * vs, sizeof(F16));
+          std::memcpy(&hi, vk + c * vs + 16, sizeof(F16));
+          acc[c] += wv * __builtin_shuffle(lo, hi, idx);
+        }
       }
       for (int c = 0; c < kC; ++c) std::memcpy(o + c * os + j0, &acc[c], sizeof(F16));
     } else {
@@ -334,8 +360,8 @@ template <int kC, typename in_t, typename out_t, typename acc_t>
 void rows_pass(const Plan<out_t, acc_t>& P, int64_t begin, int64_t end) {
   const int64_t C = P.C, w = P.w, h = P.h;
   constexpr bool kPlanar = kPermute16 && std::is_same_v<acc_t, float>;
-  // plane strides: source (zero past its span for the widest window or a 32-float permute), output
-  const int64_t ps = P.max_span + std::max<int64_t>(32, P.max_kx), wp = (w + 15) / 16 * 16;
+  // plane strides: source (zero past its span for the widest window and a 32-float permute), output
+  const int64_t ps = P.max_span + P.max_kx + 32, wp = (w + 15) / 16 * 16;
   std::vector<acc_t> planes(ps * C), vrow((P.max_span + P.max_kx) * C + 4), orow(wp * C + 4), rev(wp);
   std::vector<const in_t*> rows(P.max_ky);
   int64_t last_n = -1;

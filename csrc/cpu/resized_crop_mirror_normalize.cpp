@@ -75,10 +75,11 @@ struct AxisTaps {
     if constexpr (std::is_same_v<acc_t, float>) blocks(out);
   }
 
-  // The horizontal pass' 16-output blocks (the AVX-512 loops): a block whose windows all lie within 32 source
-  // pixels from its first one (blk_base) is one two-register permute and multiply-add a tap (blk_idx: each
-  // output's first pixel from blk_base; blk_w: the weights, tap-major); the others (downscaling past ~1.6x) take
-  // a dot product per output.
+  // The horizontal pass' 16-output blocks (the AVX-512 loops), blk_fit: 2, every window lies within the 32
+  // source pixels from the block's first one (blk_base), loaded once, and each tap is one two-register permute
+  // and multiply-add (blk_idx: each output's first pixel from blk_base; blk_w: the weights, tap-major); 1, the
+  // windows start within those 32 (downscaling by ~1.6-2x), and tap k permutes the 32 pixels from blk_base + k,
+  // loaded for it; 0, a dot product per output.
   std::vector<int64_t> blk_base;
   std::vector<char> blk_fit;
   std::vector<int32_t> blk_idx;
@@ -98,7 +99,7 @@ struct AxisTaps {
         hi = std::max(hi, first[j]);
       }
       blk_base[bk] = lo;
-      blk_fit[bk] = hi + K - lo <= 32;
+      blk_fit[bk] = hi + K - lo <= 32 ? 2 : hi - lo < 32 ? 1 : 0;
       for (int64_t j = j0; j < j1; ++j) {
         blk_idx[j] = static_cast<int32_t>(std::min<int64_t>(first[j] - lo, 31));
         for (int64_t t = 0; t < K; ++t) blk_w[(bk * K + t) * 16 + (j - j0)] = w[j * K + t];
