@@ -166,6 +166,43 @@ def test_forms_layouts_dtypes_against_reference(device, form, layout, dtype):
     assert got.dtype == dtype
 
 
+@pytest.mark.parametrize("layout", ["CHW", "HWC"])
+def test_cpu_vector_paths_against_reference(layout):
+    """The CPU pass' vector paths on rows long enough to take them: 3 interleaved channels summed into planes
+    (HWC), the horizontal blocks whose windows fit two registers (upscaling, ~1.2x), start within 32 pixels
+    (~1.8x) or neither (3x), mirrored rows reversed by permutes, float and uint8 outputs."""
+    images = photos([(120, 400)] * 4, seed=5, layout=layout)
+    boxes = torch.tensor([[5, 10, 100, 45], [0, 3, 90, 77.5], [2, 50, 110, 115], [0, 0, 120, 192.5]])
+    kw = dict(size=(20, 64), boxes=boxes, mirror=torch.tensor([True, False, True, True]), dim=-3 if layout == "CHW"
+              else -1)
+    ref = dict(boxes=boxes.double(), mirror=kw["mirror"], size=(20, 64), dim=kw["dim"], scale=1 / 255,
+               interpolation=1, antialias=True, crop_first=True, memory_format=torch.contiguous_format,
+               channels=3, fill=0.0, pad=False)
+    got, names = kernel_ran(tensorops.resized_crop_mirror_normalize, images, MEAN, STD, **kw)
+    assert OP + "_list" in names
+    want = reference.resized_crop_mirror_normalize(images, torch.tensor(MEAN).view(1, 3), torch.tensor(STD).view(1, 3),
+                                                   dtype=torch.float32, **ref)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    u8 = tensorops.resized_crop_mirror_normalize(images, None, None, dtype=torch.uint8, **kw)
+    want8 = reference.resized_crop_mirror_normalize(images, torch.zeros(1, 3), torch.ones(1, 3) / 255,
+                                                    dtype=torch.float64, **ref)
+    assert (u8.double() - want8).abs().max() <= 0.5 + 1e-3  # rounded to the nearest uint8 (float32 ties)
+
+
+def test_a_batch_of_8_mb_or_more_equals_the_same_samples_one_by_one():
+    """Outputs of 8 MB or more are written with non-temporal stores (AVX-512 CPUs): bit for bit the values of the
+    samples computed one at a time (small outputs, ordinary stores), mirrored or not."""
+    images = photos([(150, 170)] * 8, seed=7, layout="HWC")
+    boxes = torch.tensor([[3.5, 1, 140, 160]] * 8)
+    mirror = torch.arange(8) % 3 == 0
+    kw = dict(size=(321, 317), dim=-1)
+    batch = tensorops.resized_crop_mirror_normalize(images, MEAN, STD, boxes=boxes, mirror=mirror, **kw)
+    assert batch.nbytes >= 8 << 20
+    one = [tensorops.resized_crop_mirror_normalize(images[n:n + 1], MEAN, STD, boxes=boxes[n:n + 1],
+                                                   mirror=mirror[n:n + 1], **kw) for n in range(8)]
+    assert torch.equal(batch, torch.cat(one))
+
+
 def test_samples_sharing_weight_tables_and_not(device):
     # The CPU kernel builds one weight table per distinct axis: samples 0, 1 and 4 share both axes, 2 shares only
     # their rows, 5 only their columns, 3 neither; with size (20, 20) and the square box of sample 6, its rows and
