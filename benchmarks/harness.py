@@ -169,7 +169,7 @@ def run(
     if out_dir is not None:
         os.makedirs(out_dir, exist_ok=True)
         stem = os.path.join(out_dir, f"bench_{'_'.join(torch.device(d).type for d in devices)}_{grid}"
-                            + (f"_load{load}" if load else ""))
+                            + (f"_threads{threads}" if threads else "") + (f"_load{load}" if load else ""))
     meta = machine_info()
     meta.update({
         "grid": grid,
