@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 import math
-from typing import Callable, List, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -76,6 +76,9 @@ def _make(files: Union[List[bytes], Callable[[], List[bytes]]], boxes: torch.Ten
             return tensorops.resized_crop_mirror_normalize(ims, MEAN, STD, dim=-1, **kw)
 
         paired = {"decode_jpeg + tensorops resize": full_then_resize, "PIL + tensorops resize": pil_then_resize}
+        dali = dali_cpu(files_, train, crop, resize_size)
+        if dali is not None:
+            paired["DALI CPU"] = dali
         if reduced:
             paired["tensorops reduced_scale"] = lambda: tensorops.decode_resized_crop_mirror_normalize(
                 data, MEAN, STD, reduced_scale=True, **kw)
@@ -84,6 +87,40 @@ def _make(files: Union[List[bytes], Callable[[], List[bytes]]], boxes: torch.Ten
                      notes=reduced_scale_distance(files_, boxes, crop, train) if reduced else "")
 
     return make
+
+
+def dali_cpu(files: List[bytes], train: bool, crop: int, resize_size: int) -> Optional[Callable[[], Any]]:
+    """NVIDIA DALI's CPU pipeline for the same batch, where DALI is installed (an optional column, never a
+    dependency): ``fn.decoders.image_random_crop`` (libjpeg-turbo partial decode; DALI draws its own boxes from
+    RandomResizedCrop's distribution) + ``fn.resize`` (antialiased) + ``fn.crop_mirror_normalize`` with a random
+    flip, or for evaluation ``fn.decoders.image`` + ``fn.resize(resize_shorter)`` + the centre crop; as many
+    DALI threads as torch has. None without DALI."""
+    try:
+        import numpy as np
+        from nvidia.dali import fn, pipeline_def, types
+    except ImportError:
+        return None
+    arrays = [np.frombuffer(f, np.uint8) for f in files]
+    mean, std = [m * 255 for m in MEAN], [s * 255 for s in STD]
+
+    @pipeline_def(batch_size=len(files), num_threads=torch.get_num_threads(), device_id=None, exec_dynamic=True,
+                  seed=0)
+    def pipe():
+        jpegs = fn.external_source(source=lambda: arrays, batch=True, no_copy=True)
+        if train:
+            im = fn.decoders.image_random_crop(jpegs, device="cpu", output_type=types.RGB)
+            im = fn.resize(im, resize_x=crop, resize_y=crop, antialias=True)
+            return fn.crop_mirror_normalize(im, dtype=types.FLOAT, output_layout="CHW", mean=mean, std=std,
+                                            mirror=fn.random.coin_flip())
+        im = fn.resize(fn.decoders.image(jpegs, device="cpu", output_type=types.RGB), resize_shorter=resize_size,
+                       antialias=True)
+        return fn.crop_mirror_normalize(im, dtype=types.FLOAT, output_layout="CHW", mean=mean, std=std,
+                                        crop=(crop, crop))
+
+    p = pipe()
+    p.build()
+    p.run()
+    return p.run
 
 
 def reduced_scale_distance(files: List[bytes], boxes: torch.Tensor, crop: int, crop_first: bool) -> str:

@@ -21,6 +21,7 @@ PATHS = {
     "c": "tops float",
     "d": "tops u8+NL",
     "e": "tops PIL",
+    "f": "tops bytes u8+NL",
 }
 DESCRIBE = {
     "a": "PIL decode + torchvision v2 transforms + default_collate",
@@ -28,6 +29,8 @@ DESCRIBE = {
     "c": "decode_jpeg + tensorops ResizedCropMirrorNormalizeCollate (float32 batch from the workers)",
     "d": "decode_jpeg + tensorops collate dtype=uint8 + NormalizingLoader (normalize in the consumer)",
     "e": "PIL decode + tensorops collate (PIL images read in place)",
+    "f": "file bytes (tensorops.io.loader) + the collate decoding each JPEG only where its box reads, dtype=uint8 "
+         "+ NormalizingLoader",
 }
 
 
@@ -126,12 +129,14 @@ def make_loader(path: str, train: bool, workers: int, paths: Sequence[str], labe
 
     from tensorops.data import NormalizingLoader
 
-    decode = pil_decode if path in ("a", "e") else tensor_decode
+    from tensorops import io as tio
+
+    decode = pil_decode if path in ("a", "e") else tio.loader if path == "f" else tensor_decode
     transform = tv_transform(train) if path in ("a", "b") else None
-    collate = default_collate if path in ("a", "b") else tops_collate(train, uint8=path == "d")
+    collate = default_collate if path in ("a", "b") else tops_collate(train, uint8=path in ("d", "f"))
     loader = DataLoader(Files(paths, labels, decode, transform), batch_size=BATCH, shuffle=False,
                         num_workers=workers, collate_fn=collate, persistent_workers=workers > 0)
-    return NormalizingLoader(loader, MEAN, STD) if path == "d" else loader
+    return NormalizingLoader(loader, MEAN, STD) if path in ("d", "f") else loader
 
 
 def epoch(loader: Any) -> int:
