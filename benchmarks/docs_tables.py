@@ -46,7 +46,8 @@ RST_BLOCK = re.compile(r"(^\.\. generated from (?P<files>[^()\n]+?) \((?P<view>\
 # The README's headline: (label, file, how to find the row, the peers it is compared with). A row that is no
 # longer in its file is an error, so renaming a benchmark row means choosing the headline again, on purpose.
 QUICK = "benchmarks/results/bench_cpu_quick.json"
-RCMN = "benchmarks/results/resized_crop_mirror_normalize/bench_cpu_quick.json"
+RCMN = "benchmarks/results/resized_crop_mirror_normalize/bench_cpu_quick_threads1.json"
+DECODE = "benchmarks/results/decode_resized_crop_mirror_normalize/bench_cpu_quick_threads1.json"
 PIPELINE = "benchmarks/results/pipeline_quick.json"
 HEADLINE: Tuple[Tuple[str, str, Dict[str, Any], Tuple[str, ...]], ...] = (
     ("normalize u8->f32, 32x3x224x224", QUICK,
@@ -64,11 +65,14 @@ HEADLINE: Tuple[Tuple[str, str, Dict[str, Any], Tuple[str, ...]], ...] = (
     ("stack 8 images", QUICK, dict(op="stack", shape="8 x (3,224,224), dim 0"), ("eager", "compile")),
     ("crop_mirror_normalize, 32 images", QUICK,
      dict(op="crop_mirror_normalize", shape="32xlist of (3,256-320,256-320)->224x224"), ("eager",)),
-    ("resized_crop_mirror_normalize, train", RCMN,
-     dict(series="resized_crop_mirror_normalize u8->f32 train"), ("torchvision",)),
-    ("resized_crop_mirror_normalize, eval", RCMN,
-     dict(series="resized_crop_mirror_normalize u8->f32 eval"), ("torchvision",)),
-    ("DataLoader, train, 2 workers (path d)", PIPELINE, dict(mode="train", workers=2, path="d"), ("dataloader",)),
+    ("resized_crop_mirror_normalize, train, decode_jpeg's layout, 1 thread", RCMN,
+     dict(series="resized_crop_mirror_normalize u8->f32 train hwc"), ("torchvision",)),
+    ("resized_crop_mirror_normalize, eval, decode_jpeg's layout, 1 thread", RCMN,
+     dict(series="resized_crop_mirror_normalize u8->f32 eval hwc"), ("torchvision",)),
+    ("JPEG bytes to batch (decode op), train, 1 thread", DECODE,
+     dict(series="decode_resized_crop_mirror_normalize jpeg->f32 train"), ("torchvision",)),
+    ("DataLoader from JPEG bytes, train, 2 workers (path f)", PIPELINE, dict(mode="train", workers=2, path="f"),
+     ("dataloader",)),
 )
 PEERS = {  # peer -> (column title, the JSON field of the ratio, of its spread)
     "eager": ("vs eager torch", "speedup_vs_eager", "speedup_vs_eager_spread"),
@@ -133,10 +137,27 @@ def view_table(path: str, result: Dict[str, Any]) -> Table:
 def view_vs_torchvision(path: str, result: Dict[str, Any]) -> Table:
     rows = []
     for r in result["rows"]:
-        case = r["series"].replace("resized_crop_mirror_normalize ", "")
-        rows.append([case, fmt_time(r["eager_s"]), fmt_time(r["tensorops_s"]),
+        case = r["series"].replace("resized_crop_mirror_normalize ", "").replace(" hwc", "")
+        rows.append([case, r["layout"], fmt_time(r["eager_s"]), fmt_time(r["tensorops_s"]),
                      fmt_ratio(r["speedup_vs_eager"], r.get("speedup_vs_eager_spread"))])
-    return ["case", "torchvision v2 per image", "tensorops", "ratio (min-max)"], rows
+    return ["case", "image layout", "torchvision v2 per image", "tensorops", "ratio (min-max)"], rows
+
+
+def view_decode(path: str, result: Dict[str, Any]) -> Table:
+    """decode_resized_crop_mirror_normalize rows: each paired path's time and its time over the op's (the
+    per-round medians of benchmarks/decode.py's paired columns), torchvision v2 first."""
+    paired = ("decode_jpeg + tensorops resize", "PIL + tensorops resize", "DALI CPU", "tensorops reduced_scale")
+    rows = []
+    for r in result["rows"]:
+        cells = [r["series"].replace("decode_resized_crop_mirror_normalize jpeg->f32 ", "") + f" ({r['case']})",
+                 fmt_time(r["tensorops_s"]),
+                 f"{fmt_time(r['eager_s'])}, {fmt_ratio(r['speedup_vs_eager'], r.get('speedup_vs_eager_spread'))}"]
+        for name in paired:
+            sp = (r.get("paired_ratio_spread") or {}).get(name)
+            t = (r.get("extras_s") or {}).get(name)
+            cells.append("-" if sp is None or t is None else f"{fmt_time(t)}, {fmt_ratio(sp['median'], sp)}")
+        rows.append(cells)
+    return ["case", "tensorops", "torchvision v2 per image", *paired], rows
 
 
 def view_loader(path: str, result: Dict[str, Any]) -> Table:
@@ -170,7 +191,7 @@ def view_headline(paths: Sequence[str], results: Sequence[Dict[str, Any]]) -> Ta
 
 
 VIEWS: Dict[str, Callable[[str, Dict[str, Any]], Table]] = {
-    "table": view_table, "vs_torchvision": view_vs_torchvision, "loader": view_loader}
+    "table": view_table, "vs_torchvision": view_vs_torchvision, "decode": view_decode, "loader": view_loader}
 
 
 # ---- rendering -------------------------------------------------------------------------------------------------

@@ -49,7 +49,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import torch
 
 from benchmarks.load import DEFAULT_LIMIT_S, BusyLoad, save_json
-from benchmarks.pipeline_paths import (  # the pipelines (a)-(e) and what they read
+from benchmarks.machine import machine_info
+from benchmarks.pipeline_paths import (  # the pipelines (a)-(f) and what they read
     BATCH, CROP, DESCRIBE, MEAN, PATHS, STD, check_batch, epoch, make_loader, pil_decode, tensor_decode,
     tops_collate, tv_transform, write_jpegs,
 )
@@ -294,11 +295,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     decode_ms = {k: {"median": statistics.median(v), "spread": spread(v)} for k, v in decode.items()}
     share = {}
     for r in loader_rows:
-        if r["workers"] == 0:
+        if r["workers"] == 0 and r["path"] != "f":  # (f) decodes inside its collate: no separate decode
             dec = decode_ms["PIL" if r["path"] in ("a", "e") else "decode_jpeg"]["median"]
             share[(r["mode"], r["path"])] = dec / (1e3 / r["images_per_s"])
     result = {
         "meta": {
+            **machine_info(),  # cpu model, git commit, build info (the keys below take precedence)
             "grid": grid, "files": files, "rounds": rounds, "workers": workers, "batch": BATCH,
             "jpeg_mb": jpeg_bytes / 1e6, "torch": torch.__version__, "torch_threads": threads,
             "tensorops_compiled": tensorops.is_compiled(), "tensorops_build_info": tensorops.build_info(),

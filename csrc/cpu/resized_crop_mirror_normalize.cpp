@@ -157,14 +157,17 @@ struct Plan {
 TENSOROPS_AVX512_BUILD
 constexpr bool kPermute16 = true;
 #include "normalize_loops.h"
+#include "resize_vertical.h"
 #include "resize_loops.h"
 TENSOROPS_AVX2_BUILD
 constexpr bool kPermute16 = false;
 #include "normalize_loops.h"
+#include "resize_vertical.h"
 #include "resize_loops.h"
 TENSOROPS_BASE_BUILD
 constexpr bool kPermute16 = false;
 #include "normalize_loops.h"
+#include "resize_vertical.h"
 #include "resize_loops.h"
 TENSOROPS_END_BUILDS
 

@@ -1,0 +1,124 @@
+// resized_crop_mirror_normalize's vertical pass (each output row: a weighted sum of the source rows it reads).
+// Included once per build by resized_crop_mirror_normalize.cpp (AVX-512, AVX2+FMA, baseline; see
+// tensorops/cpu_isa.h), before resize_loops.h, so no #pragma once and no includes: the names resolve in the
+// including namespace (kPermute16, kF16C).
+// NOLINTBEGIN
+
+// Vertical pass: out[t] = sum_k w[k] * rows[k][t * es] for t < L. Contiguous rows (es == 1) into float go 16
+// values a vector, two vectors a step, every tap into registers (the source converted on the way: load16) and
+// one store, so the accumulator never goes through memory.
+typedef float F16 __attribute__((vector_size(64)));
+
+// 16 source values as floats: uint8 with the build's widening loads (one vpmovzxbd + vcvtdq2ps on AVX-512;
+// GCC 12 turns __builtin_convertvector of bytes into scalar code), other types one by one (vectorized by GCC).
+template <typename in_t>
+inline F16 load16(const in_t* p) {
+  F16 r;
+#if TENSOROPS_CPU_AVX2
+  if constexpr (std::is_same_v<in_t, uint8_t>) {
+    if constexpr (kPermute16) {
+      const __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+      std::memcpy(&r, &v, sizeof(r));
+      return r;
+    } else if constexpr (kF16C) {  // the AVX2 build
+      const __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+      const __m256 hi =
+          _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8))));
+      std::memcpy(&r, &lo, sizeof(lo));
+      std::memcpy(reinterpret_cast<char*>(&r) + sizeof(lo), &hi, sizeof(hi));
+      return r;
+    }
+  }
+#endif
+  float t[16];
+  for (int i = 0; i < 16; ++i) t[i] = static_cast<float>(p[i]);
+  std::memcpy(&r, t, sizeof(r));
+  return r;
+}
+
+// The rows the next output row reads first (`ahead`: the two past this row's last tap) are prefetched as this
+// one is summed: measured on 32 decoded photos at 1 thread, the first reads of each source row waited on memory.
+template <typename in_t>
+inline void prefetch_ahead(const in_t* const* ahead, int64_t t) {
+  __builtin_prefetch(reinterpret_cast<const char*>(ahead[0] + t) + 256);
+  __builtin_prefetch(reinterpret_cast<const char*>(ahead[1] + t) + 256);
+}
+
+template <typename in_t, typename acc_t>
+void vertical(const in_t* const* rows, const acc_t* w, int64_t K, int64_t L, int64_t es, acc_t* __restrict out,
+              const in_t* const* ahead) {
+  int64_t t = 0;
+  if constexpr (std::is_same_v<acc_t, float>) {
+    if (es == 1) {
+      for (; t + 32 <= L; t += 32) {
+        prefetch_ahead(ahead, t);
+        F16 a0 = {}, a1 = {};
+        for (int64_t k = 0; k < K; ++k) {
+          const float wk = w[k];
+          a0 += wk * load16(rows[k] + t);
+          a1 += wk * load16(rows[k] + t + 16);
+        }
+        std::memcpy(out + t, &a0, sizeof(F16));
+        std::memcpy(out + t + 16, &a1, sizeof(F16));
+      }
+    }
+  }
+  if (t == 0) {  // double, strided or short rows: a tap at a time over the row (GCC vectorizes what it can)
+    for (int64_t u = 0; u < L; ++u) out[u] = acc_t(0);
+    for (int64_t k = 0; k < K; ++k) {
+      const in_t* r = rows[k];
+      const acc_t wk = w[k];
+      for (int64_t u = 0; u < L; ++u) out[u] += wk * static_cast<acc_t>(r[u * es]);
+    }
+    return;
+  }
+  for (; t < L; ++t) {
+    acc_t a = acc_t(0);
+    for (int64_t k = 0; k < K; ++k) a += w[k] * static_cast<acc_t>(rows[k][t * es]);
+    out[t] = a;
+  }
+}
+
+// The vertical pass of 3 interleaved channels (HWC rows, n pixels) straight into 3 planes `ps` apart (the
+// AVX-512 build's planar horizontal pass reads planes): 16 pixels a step, their 48 values accumulated in three
+// vectors, then split into one vector per channel by two-register permutes (two per channel).
+template <typename in_t, typename acc_t>
+void vertical_planes3(const in_t* const* rows, const acc_t* w, int64_t K, int64_t n, acc_t* __restrict p,
+                      int64_t ps, const in_t* const* ahead) {
+  int64_t t = 0;
+  if constexpr (std::is_same_v<acc_t, float>) {
+    typedef int32_t M __attribute__((vector_size(64)));
+    // channel c of pixel q (lane q) is value 3q + c of the 48: first from a|b (lanes 0-31), then the rest from c
+    constexpr M ab0 = {0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 0, 0, 0, 0, 0};
+    constexpr M ab1 = {1, 4, 7, 10, 13, 16, 19, 22, 25, 28, 31, 0, 0, 0, 0, 0};
+    constexpr M ab2 = {2, 5, 8, 11, 14, 17, 20, 23, 26, 29, 0, 0, 0, 0, 0, 0};
+    constexpr M c0 = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 17, 20, 23, 26, 29};
+    constexpr M c1 = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 18, 21, 24, 27, 30};
+    constexpr M c2 = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 19, 22, 25, 28, 31};
+    for (; t + 16 <= n; t += 16) {
+      prefetch_ahead(ahead, t * 3);
+      F16 a = {}, b = {}, c = {};
+      for (int64_t k = 0; k < K; ++k) {
+        const float wk = w[k];
+        const in_t* r = rows[k] + t * 3;
+        a += wk * load16(r);
+        b += wk * load16(r + 16);
+        c += wk * load16(r + 32);
+      }
+      const F16 x0 = __builtin_shuffle(__builtin_shuffle(a, b, ab0), c, c0);
+      const F16 x1 = __builtin_shuffle(__builtin_shuffle(a, b, ab1), c, c1);
+      const F16 x2 = __builtin_shuffle(__builtin_shuffle(a, b, ab2), c, c2);
+      std::memcpy(p + t, &x0, sizeof(F16));
+      std::memcpy(p + ps + t, &x1, sizeof(F16));
+      std::memcpy(p + 2 * ps + t, &x2, sizeof(F16));
+    }
+  }
+  for (; t < n; ++t)
+    for (int64_t c = 0; c < 3; ++c) {
+      acc_t a = acc_t(0);
+      for (int64_t k = 0; k < K; ++k) a += w[k] * static_cast<acc_t>(rows[k][t * 3 + c]);
+      p[c * ps + t] = a;
+    }
+}
+
+// NOLINTEND
