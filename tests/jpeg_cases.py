@@ -122,9 +122,7 @@ def corrupt_variants(data: bytes, n: int, seed: int = 0) -> Iterator[bytes]:
     landmarks = [0, 1, 2, 3, 4, start // 2, start - 1, start, start + 1, (start + size) // 2, size - 3, size - 2,
                  size - 1]
     count = 0
-    for cut in landmarks:
-        if count == n:
-            return
+    for cut in landmarks[:n]:
         count += 1
         yield data[:max(0, min(cut, size - 1))]
     while count < n:
