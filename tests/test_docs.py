@@ -83,10 +83,12 @@ def test_readme_one_call_each_runs():
     scope: dict = {}
     _, names = kernel_ran(exec, code, scope)
     assert isinstance(scope["batch"], torch.Tensor) and scope["batch"].shape == (8, 3, 32, 32)
+    assert scope["decoded"].shape == (1, 3, 32, 32)
     import tensorops
 
     if tensorops.is_compiled():
         # stack and chunk are one cat / split pass each
         for op in ("normalize", "clamp", "cat", "split", "foreach_clamp", "crop_mirror_normalize",
-                   "resized_crop_mirror_normalize"):
+                   "resized_crop_mirror_normalize") + (("decode_resized_crop_mirror_normalize",)
+                                                       if tensorops.build_info()["libjpeg"] else ()):
             assert any(n.startswith(f"tensorops::{op}") for n in names), (op, sorted(names))
