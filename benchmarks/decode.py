@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 import math
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -35,10 +35,10 @@ def encode_jpegs(sizes: Sequence[Tuple[int, int]], quality: int = 90, seed: int 
     return out
 
 
-def _make(files: Union[List[bytes], Callable[[], List[bytes]]], boxes: torch.Tensor, mirror: torch.Tensor,
-          crop: int, train: bool, resize_size: int, reduced: bool = False):
-    """The row's Bench factory. ``files``: the JPEGs, or a function that encodes them (called when the row runs,
-    so that listing the grid stays instant)."""
+def _make(files: Callable[[], List[bytes]], boxes: torch.Tensor, mirror: torch.Tensor, crop: int, train: bool,
+          resize_size: int, reduced: bool = False):
+    """The row's Bench factory. ``files``: a function giving the JPEGs (called when the row runs, so that listing
+    the grid stays instant)."""
     def make(device: torch.device) -> Bench:
         import numpy as np
         import tensorops
@@ -46,7 +46,7 @@ def _make(files: Union[List[bytes], Callable[[], List[bytes]]], boxes: torch.Ten
         from torchvision.io import ImageReadMode, decode_jpeg
         from torchvision.transforms.v2 import functional as F
 
-        files_ = files() if callable(files) else files
+        files_ = files()
         data = [torch.frombuffer(bytearray(f), dtype=torch.uint8) for f in files_]
         params = [tuple(int(v) for v in b) for b in boxes.tolist()]
         flips = mirror.tolist()
@@ -198,7 +198,7 @@ def main(argv=None) -> None:
     collate = ResizedCropMirrorNormalizeCollate(224, MEAN, STD, train=not args.eval,
                                                 generator=torch.Generator().manual_seed(0))
     boxes, mirror = collate.boxes(sizes)
-    bench = _make(files, boxes, mirror, 224, not args.eval, collate.resize_size)(torch.device("cpu"))
+    bench = _make(lambda: files, boxes, mirror, 224, not args.eval, collate.resize_size)(torch.device("cpu"))
     fns = {"tensorops decode op": lambda: bench.tensorops(*bench.args), **bench.paired,
            "torchvision v2": lambda: bench.eager(*bench.args)}
     times = {k: [] for k in fns}

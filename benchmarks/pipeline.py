@@ -267,8 +267,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     if files < 1 or rounds < 1 or args.load < 0 or any(w < 0 for w in workers):
         p.error("--files, --rounds must be >= 1; --load, --workers >= 0")
 
-    import tensorops
-
     def say(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
@@ -300,11 +298,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             share[(r["mode"], r["path"])] = dec / (1e3 / r["images_per_s"])
     result = {
         "meta": {
-            **machine_info(),  # cpu model, git commit, build info (the keys below take precedence)
+            **machine_info(),  # cpu model and count, torch, tensorops build, git commit
             "grid": grid, "files": files, "rounds": rounds, "workers": workers, "batch": BATCH,
-            "jpeg_mb": jpeg_bytes / 1e6, "torch": torch.__version__, "torch_threads": threads,
-            "tensorops_compiled": tensorops.is_compiled(), "tensorops_build_info": tensorops.build_info(),
-            "cpu_count": os.cpu_count(), "load": load_info, "wall_s": time.perf_counter() - start,
+            "jpeg_mb": jpeg_bytes / 1e6, "torch_threads": threads, "load": load_info, "wall_s": time.perf_counter() - start,
             "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "paths": DESCRIBE,
             "timing": "each (mode, workers) group times its pipelines interleaved, one epoch over every file per "
