@@ -2,6 +2,7 @@
 // library, whose static initializers register every op (schemas: tensorops.cpp; kernels: cpu/, cuda/).
 #include <Python.h>
 
+#include "tensorops/batch_cache.h"
 #include "tensorops/cpu_isa.h"
 #include "tensorops/jpeg.h"
 #include "tensorops/plan.h"
@@ -35,6 +36,19 @@ PyObject* build_info(PyObject*, PyObject*) {
 // cpu_isa() -> "avx512" | "avx2" | "base": the build of the CPU loops in use (cpu_isa.h; TENSOROPS_CPU_ISA caps it).
 PyObject* cpu_isa(PyObject*, PyObject*) { return PyUnicode_FromString(tensorops::cpu_isa_name()); }
 
+// batch_cache_stats() -> dict; batch_cache_release(): the cache of large CPU outputs (batch_cache.h).
+PyObject* batch_cache_stats(PyObject*, PyObject*) {
+  const tensorops::batch_cache::Stats s = tensorops::batch_cache::stats();
+  return Py_BuildValue("{s:L,s:L,s:L,s:L}", "hits", static_cast<long long>(s.hits), "misses",
+                       static_cast<long long>(s.misses), "cached_blocks", static_cast<long long>(s.cached_blocks),
+                       "cached_bytes", static_cast<long long>(s.cached_bytes));
+}
+
+PyObject* batch_cache_release(PyObject*, PyObject*) {
+  tensorops::batch_cache::release();
+  Py_RETURN_NONE;
+}
+
 PyMethodDef methods[] = {
     {"build_info", build_info, METH_NOARGS, "How this extension was built."},
     {"cpu_isa", cpu_isa, METH_NOARGS, "The build of the CPU loops in use: avx512, avx2 or base."},
@@ -52,6 +66,10 @@ PyMethodDef methods[] = {
      "native_below(): the element counts below which clamp_fast runs torch.clamp (csrc/include/tensorops/crossover.h)."},
     {"parallel_stats", tensorops::parallel_stats, METH_NOARGS,
      "parallel_stats(): what the CPU thread policy (csrc/include/tensorops/parallel.h) decided in this process."},
+    {"batch_cache_stats", batch_cache_stats, METH_NOARGS,
+     "batch_cache_stats(): hits, misses and what the cache of large CPU outputs holds (batch_cache.h)."},
+    {"batch_cache_release", batch_cache_release, METH_NOARGS,
+     "batch_cache_release(): gives every block the cache of large CPU outputs holds back to the system."},
     {nullptr, nullptr, 0, nullptr},
 };
 

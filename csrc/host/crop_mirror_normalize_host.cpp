@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include "tensorops/batch_cache.h"
 #include "tensorops/checks.h"
 #include "tensorops/normalize_host.h"
 #include "tensorops/out_host.h"
@@ -48,7 +49,7 @@ void set_output(Setup& s, at::TensorList images, const at::Tensor& mean, const a
                 at::MemoryFormat memory_format, const at::Tensor* out) {
   const at::Tensor& first = images[0];
   if (out == nullptr) {
-    s.out = at::empty({s.N, s.Cp, s.h, s.w}, first.options().dtype(dtype), memory_format);
+    s.out = batch_cache::empty({s.N, s.Cp, s.h, s.w}, first.options().dtype(dtype), memory_format);
     return;
   }
   std::vector<at::Tensor> inputs(images.begin(), images.end());

@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include "tensorops/batch_cache.h"
 #include "tensorops/checks.h"
 #include "tensorops/out_host.h"
 
@@ -29,7 +30,7 @@ void check_input(const at::Tensor& input, at::ScalarType dtype) {
 }
 
 at::Tensor make_output(const at::Tensor& input, at::ScalarType dtype, at::MemoryFormat memory_format) {
-  return at::empty_like(input, input.options().dtype(dtype), memory_format);
+  return batch_cache::empty_like(input, input.options().dtype(dtype), memory_format);
 }
 
 at::Tensor output(const at::Tensor& input, at::ScalarType dtype, at::MemoryFormat memory_format,
