@@ -18,8 +18,10 @@ temporary folder of two classes and reads them back as ``ImageFolder`` would, th
 Training transforms: RandomResizedCrop(224) + RandomHorizontalFlip; evaluation: Resize(256) + CenterCrop(224);
 then ToImage + ToDtype(float32, scale=True) + Normalize(ImageNet). Each pipeline runs with ``num_workers`` 0 and
 2 (persistent workers, so an epoch does not pay for starting them); a group (mode, workers) times its five
-pipelines interleaved round by round (one epoch over every file per call, alternating order; the epoch that
-checks each pipeline's batches is its warm-up), so the per-round ratios to (b) pair like with like.
+pipelines interleaved round by round (one epoch per call, alternating order; the epoch that checks each
+pipeline's batches is its warm-up), so the per-round ratios to (b) pair like with like. An epoch reads the files
+in turn until it has ``--epoch`` images (320 in ``--quick``: 10 batches), so that 2 workers reach their steady
+state: with one batch each, an epoch timed one worker's latency while the other core waited.
 
 Also timed, on one torch thread (as in a DataLoader worker), in the main process:
 
@@ -57,9 +59,9 @@ from benchmarks.pipeline_paths import (  # the pipelines (a)-(f) and what they r
 from benchmarks.timing import measure_interleaved, spread
 
 SIMD_ENV = "TENSOROPS_PILLOW_SIMD_PYTHON"
-GRID = {  # files, rounds
-    "quick": (48, 3),
-    "full": (128, 5),
+GRID = {  # files, rounds, images per epoch (cycling over the files)
+    "quick": (48, 3, 320),
+    "full": (128, 5, 640),
 }
 
 
@@ -69,14 +71,14 @@ def _ratio_spread(num: Sequence[float], den: Sequence[float]) -> Dict[str, float
 
 
 def time_loaders(paths: Sequence[str], labels: Sequence[int], rounds: int, workers_list: Sequence[int],
-                 say: Callable[[str], None]) -> List[Dict[str, Any]]:
+                 say: Callable[[str], None], epoch_images: Optional[int] = None) -> List[Dict[str, Any]]:
     rows = []
-    n = len(paths)
+    n = epoch_images or len(paths)
     for train in (True, False):
         for workers in workers_list:
             mode = "train" if train else "eval"
             say(f"  DataLoader {mode}, num_workers={workers}: {', '.join(PATHS.values())}")
-            loaders = {k: make_loader(k, train, workers, paths, labels) for k in PATHS}
+            loaders = {k: make_loader(k, train, workers, paths, labels, n) for k in PATHS}
             for k, loader in loaders.items():  # also the warm-up: starts the persistent workers
                 check_batch(loader, n, f"({k}) {PATHS[k]} {mode} workers={workers}")
             # one epoch per statement and round, interleaved (alternating order); an epoch is long enough
@@ -205,7 +207,8 @@ def _fmt_rate(row: Dict[str, Any]) -> str:
 def markdown(result: Dict[str, Any]) -> str:
     meta = result["meta"]
     lines = [
-        f"resized_crop_mirror_normalize pipeline, {meta['files']} JPEGs ({meta['grid']}), batch {BATCH}, "
+        f"resized_crop_mirror_normalize pipeline, {meta['files']} JPEGs ({meta['grid']}), epochs of "
+        f"{meta.get('epoch_images', meta['files'])} images, batch {BATCH}, "
         f"{meta['rounds']} rounds, torch {meta['torch']}, tensorops compiled={meta['tensorops_compiled']}, "
         f"{meta['cpu_count']} CPUs, "
         + (f"--load {meta['load']['busy_processes']}" if meta["load"]["busy_processes"] else "no added load")
@@ -250,10 +253,12 @@ def markdown(result: Dict[str, Any]) -> str:
 
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.pipeline", description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help=f"{GRID['quick'][0]} files, {GRID['quick'][1]} rounds "
-                   f"(default: {GRID['full'][0]} files, {GRID['full'][1]} rounds)")
+    p.add_argument("--quick", action="store_true", help="{} files, {} rounds, epochs of {} images (default: {} files, {} rounds, "
+                   "{} images)".format(*GRID["quick"], *GRID["full"]))
     p.add_argument("--files", type=int, default=None, help="number of JPEG files (overrides the grid's)")
     p.add_argument("--rounds", type=int, default=None, help="interleaved rounds (overrides the grid's)")
+    p.add_argument("--epoch", type=int, default=None, metavar="IMAGES",
+                   help="images per timed epoch, cycling over the files (overrides the grid's)")
     p.add_argument("--workers", default="0,2", help="num_workers values, comma-separated (default 0,2)")
     p.add_argument("--load", type=int, default=0, metavar="N", help="N busy background processes (benchmarks/load.py)")
     p.add_argument("--load-limit", type=float, default=DEFAULT_LIMIT_S, metavar="S")
@@ -261,11 +266,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="default benchmarks/results/local/ (ignored by git); --out benchmarks/results publishes")
     args = p.parse_args(argv)
     grid = "quick" if args.quick else "full"
-    files, rounds = GRID[grid]
-    files, rounds = args.files or files, args.rounds or rounds
+    files, rounds, epoch_images = GRID[grid]
+    files, rounds, epoch_images = args.files or files, args.rounds or rounds, args.epoch or epoch_images
     workers = [int(w) for w in args.workers.split(",") if w.strip()]
-    if files < 1 or rounds < 1 or args.load < 0 or any(w < 0 for w in workers):
-        p.error("--files, --rounds must be >= 1; --load, --workers >= 0")
+    if files < 1 or rounds < 1 or epoch_images < 1 or args.load < 0 or any(w < 0 for w in workers):
+        p.error("--files, --rounds, --epoch must be >= 1; --load, --workers >= 0")
 
     def say(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
@@ -279,7 +284,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         busy = BusyLoad(args.load, args.load_limit)
         try:
             busy.start()
-            loader_rows = time_loaders(paths, labels, rounds, workers, say)
+            loader_rows = time_loaders(paths, labels, rounds, workers, say, epoch_images)
             torch.set_num_threads(1)  # as in a DataLoader worker
             say("  decode alone, after decode, resize only (1 torch thread)")
             decode = time_decode(paths, rounds)
@@ -299,12 +304,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     result = {
         "meta": {
             **machine_info(),  # cpu model and count, torch, tensorops build, git commit
-            "grid": grid, "files": files, "rounds": rounds, "workers": workers, "batch": BATCH,
+            "grid": grid, "files": files, "rounds": rounds, "epoch_images": epoch_images, "workers": workers, "batch": BATCH,
             "jpeg_mb": jpeg_bytes / 1e6, "torch_threads": threads, "load": load_info, "wall_s": time.perf_counter() - start,
             "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "paths": DESCRIBE,
-            "timing": "each (mode, workers) group times its pipelines interleaved, one epoch over every file per "
-                      "call, persistent workers; medians over rounds",
+            "timing": "each (mode, workers) group times its pipelines interleaved, one epoch of epoch_images "
+                      "images (the files in turn) per call, persistent workers; medians over rounds",
         },
         "loader": loader_rows,
         "decode_ms_per_image": decode_ms,

@@ -91,16 +91,19 @@ def tensor_decode(path: str) -> torch.Tensor:
 
 
 class Files(torch.utils.data.Dataset):
-    """(decode(path) [-> transform], label) per file, as ImageFolder."""
+    """(decode(path) [-> transform], label) per file, as ImageFolder; ``length`` items, cycling over the files (an
+    epoch long enough for the workers to reach their steady state without encoding more files)."""
 
     def __init__(self, paths: Sequence[str], labels: Sequence[int], decode: Callable[[str], Any],
-                 transform: Optional[Callable[[Any], Any]] = None) -> None:
+                 transform: Optional[Callable[[Any], Any]] = None, length: Optional[int] = None) -> None:
         self.paths, self.labels, self.decode, self.transform = list(paths), list(labels), decode, transform
+        self.length = len(self.paths) if length is None else length
 
     def __len__(self) -> int:
-        return len(self.paths)
+        return self.length
 
     def __getitem__(self, i: int) -> Tuple[Any, int]:
+        i %= len(self.paths)
         img = self.decode(self.paths[i])
         return (img if self.transform is None else self.transform(img)), self.labels[i]
 
@@ -124,7 +127,8 @@ def tops_collate(train: bool, uint8: bool = False) -> Callable[[Any], Any]:
     return ResizedCropMirrorNormalizeCollate(CROP, MEAN, STD, train=train, resize_size=RESIZE)
 
 
-def make_loader(path: str, train: bool, workers: int, paths: Sequence[str], labels: Sequence[int]) -> Any:
+def make_loader(path: str, train: bool, workers: int, paths: Sequence[str], labels: Sequence[int],
+                length: Optional[int] = None) -> Any:
     from torch.utils.data import DataLoader, default_collate
 
     from tensorops.data import NormalizingLoader
@@ -134,7 +138,7 @@ def make_loader(path: str, train: bool, workers: int, paths: Sequence[str], labe
     decode = pil_decode if path in ("a", "e") else tio.loader if path == "f" else tensor_decode
     transform = tv_transform(train) if path in ("a", "b") else None
     collate = default_collate if path in ("a", "b") else tops_collate(train, uint8=path in ("d", "f"))
-    loader = DataLoader(Files(paths, labels, decode, transform), batch_size=BATCH, shuffle=False,
+    loader = DataLoader(Files(paths, labels, decode, transform, length), batch_size=BATCH, shuffle=False,
                         num_workers=workers, collate_fn=collate, persistent_workers=workers > 0)
     return NormalizingLoader(loader, MEAN, STD) if path in ("d", "f") else loader
 
@@ -146,11 +150,11 @@ def epoch(loader: Any) -> int:
     return n
 
 
-def check_batch(loader: Any, n_files: int, what: str) -> None:
+def check_batch(loader: Any, n_images: int, what: str) -> None:
     seen = 0
     for images, labels in loader:
         if images.dtype != torch.float32 or tuple(images.shape[1:]) != (3, CROP, CROP):
             raise AssertionError(f"{what}: batch is {images.dtype}{tuple(images.shape)}")
         seen += images.shape[0]
-    if seen != n_files:
-        raise AssertionError(f"{what}: {seen} images for {n_files} files")
+    if seen != n_images:
+        raise AssertionError(f"{what}: {seen} images, not the epoch's {n_images}")

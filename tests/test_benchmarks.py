@@ -568,9 +568,10 @@ def test_pipeline_runs_every_path_on_a_few_files(tmp_path, monkeypatch, capsys):
         monkeypatch.setattr(module, "CROP", 16)
     monkeypatch.setattr(pipeline_paths, "RESIZE", 18)
     monkeypatch.setattr(pipeline_paths, "imagenet_like_sizes", lambda n, g: [(40 + 3 * k, 52 - k) for k in range(n)])
-    rc = pipeline.main(["--files", "3", "--rounds", "1", "--workers", "0", "--out", str(tmp_path)])
+    rc = pipeline.main(["--files", "3", "--epoch", "5", "--rounds", "1", "--workers", "0", "--out", str(tmp_path)])
     assert rc == 0
     data = json.loads((tmp_path / "pipeline_full.json").read_text())
+    assert data["meta"]["epoch_images"] == 5  # an epoch cycles over the 3 files (check_batch counted 5 per epoch)
     assert {(r["mode"], r["path"]) for r in data["loader"]} == {(m, k) for m in ("train", "eval")
                                                                  for k in pipeline.PATHS}
     assert all(r["images_per_s"] > 0 for r in data["loader"])
