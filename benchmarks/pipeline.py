@@ -74,8 +74,11 @@ def time_loaders(paths: Sequence[str], labels: Sequence[int], rounds: int, worke
                  say: Callable[[str], None], epoch_images: Optional[int] = None) -> List[Dict[str, Any]]:
     rows = []
     n = epoch_images or len(paths)
-    for train in (True, False):
-        for workers in workers_list:
+    # workers outermost: the main process' thread policy (csrc/include/tensorops/parallel.h) learns from the
+    # 2-worker groups that its cores are taken, and a 0-worker group timed right after one measured the policy
+    # coming round (about a second) instead of that group's steady state
+    for workers in workers_list:
+        for train in (True, False):
             mode = "train" if train else "eval"
             say(f"  DataLoader {mode}, num_workers={workers}: {', '.join(PATHS.values())}")
             loaders = {k: make_loader(k, train, workers, paths, labels, n) for k in PATHS}

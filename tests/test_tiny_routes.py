@@ -291,3 +291,42 @@ def test_clamp_through_autograd_below_the_crossover_raises_torchs_errors():
     with pytest.raises(RuntimeError) as theirs:
         torch.clamp(x, lo, lo + 1)
     assert str(ours.value) == str(theirs.value)
+
+
+_POLICY_PROBE = r"""
+#include <cstdio>
+#include "tensorops/parallel.h"
+// Regions recorded as parallel.h's run_on records them (2 threads: paying while the ratio is at most 768/1024).
+int main() {
+  using namespace tensorops::parallel_detail;
+  State& s = state();
+  const int n = 2;
+  for (int k = 0; k < 3; ++k) record_region(n, 1000000, 1000000, 10000000);  // a busy machine: waits 10x
+  std::printf("%lld %lld\n", (long long)recent_ratio(), (long long)s.probe_gap_ns.load());
+  s.next_probe_ns.store(1);                                 // a probe is due only later
+  record_region(n, 1000000, 1000000, 10000);                // a probe whose threads paid
+  std::printf("%lld %lld\n", (long long)recent_ratio(), (long long)s.next_probe_ns.load());
+  record_region(n, 1000000, 1000000, 10000);                // the next pass probed at once, and paid too
+  std::printf("%lld %lld\n", (long long)recent_ratio(), (long long)s.probe_gap_ns.load());
+  return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def policy_probe(tmp_path_factory):
+    from _probe import build
+
+    return build(tmp_path_factory, "parallel policy", _POLICY_PROBE, torch_headers=True)
+
+
+def test_a_quiet_machine_turns_threads_back_on_within_two_regions(policy_probe):
+    # parallel.h (2): after costly regions the probes back off; a probe whose threads paid is followed by another
+    # at once, and two paying regions in a row bring the median of the last three under the paying ratio
+    from _probe import run
+
+    busy, after_one, after_two = [list(map(int, line.split())) for line in run(policy_probe, "").splitlines()]
+    paying = 768
+    assert busy[0] > paying and busy[1] > 100_000_000  # threads off, probes backed off past their 100 ms minimum
+    assert after_one[0] > paying and after_one[1] == 0  # one good region: still off, but the next pass probes
+    assert after_two[0] <= paying and after_two[1] == 100_000_000  # two: threads on, probes at their minimum again
