@@ -22,15 +22,18 @@ from benchmarks.case import Bench, Case, photo_like
 from benchmarks.resized_crop_mirror_normalize import MEAN, ONE_STEP, STD, _params
 
 
-def encode_jpegs(sizes: Sequence[Tuple[int, int]], quality: int = 90, seed: int = 0) -> List[bytes]:
-    """JPEG files (4:2:0, as cameras and ImageNet's) of photo-like images of these (H, W) sizes."""
+def encode_jpegs(sizes: Sequence[Tuple[int, int]], quality: int = 90, seed: int = 0,
+                 progressive: bool = False) -> List[bytes]:
+    """JPEG files (4:2:0, as cameras and ImageNet's; progressive, as many web images, when asked) of photo-like
+    images of these (H, W) sizes."""
     from PIL import Image
 
     g = torch.Generator().manual_seed(seed)
     out = []
     for H, W in sizes:
         buf = io.BytesIO()
-        Image.fromarray(photo_like(H, W, g).permute(1, 2, 0).numpy()).save(buf, format="JPEG", quality=quality)
+        Image.fromarray(photo_like(H, W, g).permute(1, 2, 0).numpy()).save(buf, format="JPEG", quality=quality,
+                                                                            progressive=progressive)
         out.append(buf.getvalue())
     return out
 
@@ -136,7 +139,7 @@ def reduced_scale_distance(files: List[bytes], boxes: torch.Tensor, crop: int, c
     return f"reduced_scale vs exact (uint8 outputs): PSNR {psnr:.1f} dB, max {int((exact - fast).abs().max())} steps"
 
 
-def _case(n: int, lo: int, hi: int, crop: int, label: str, train: bool = True) -> Case:
+def _case(n: int, lo: int, hi: int, crop: int, label: str, train: bool = True, progressive: bool = False) -> Case:
     sizes, boxes, mirror, resize_size = _params(n, lo, hi, crop, train)
     reduced = hi > 1000  # large photos: the row also times the reduced-scale decode, and says how far it lands
     mode = "train" if train else "eval"
@@ -146,11 +149,12 @@ def _case(n: int, lo: int, hi: int, crop: int, label: str, train: bool = True) -
         op="decode_resized_crop_mirror_normalize",
         series=f"decode_resized_crop_mirror_normalize jpeg->f32 {mode}",
         case=label,
-        shape=f"{n}x JPEG ({lo}-{hi})^2 q90 4:2:0 ->{crop}x{crop} {mode}",
+        shape=f"{n}x JPEG ({lo}-{hi})^2 q90 4:2:0{' progressive' if progressive else ''} ->{crop}x{crop} {mode}",
         dtype="jpeg->f32",
         layout="NCHW",
         nbytes=None,  # the files' bytes + the batch's: the Bench counts them once it has encoded the files
-        make=_make(lambda: encode_jpegs(sizes), boxes, mirror, crop, train, resize_size, reduced),
+        make=_make(lambda: encode_jpegs(sizes, progressive=progressive), boxes, mirror, crop, train, resize_size,
+                   reduced),
         eager_expr=f"torchvision v2 per image: decode_jpeg(RGB), {how}, to_dtype(float32, scale=True), normalize; "
                    "torch.stack",
         compile_grids=(),  # decode_jpeg is an opaque op: torch.compile has nothing to fuse
@@ -168,6 +172,8 @@ def cases(device: torch.device, grid: str) -> List[Case]:
     rows = [_case(32, 300, 500, 224, "imagenet"), _case(32, 300, 500, 224, "imagenet", train=False)]
     if grid == "full":  # the 2-12 MP photos of today's datasets, with the reduced-scale column (~20 s to encode)
         rows += [_case(8, 1400, 3500, 224, "2-12MP"), _case(8, 1400, 3500, 224, "2-12MP", train=False)]
+        # progressive, as web images often are: reduced_scale at 1/8 then reads no luma AC scan (jpeg.h)
+        rows += [_case(8, 1400, 3500, 224, "2-12MP progressive", train=t, progressive=True) for t in (True, False)]
     return rows
 
 

@@ -49,6 +49,11 @@ PyObject* batch_cache_release(PyObject*, PyObject*) {
   Py_RETURN_NONE;
 }
 
+// jpeg_dc_scan_decodes() -> int: progressive regions decoded at 1/8 without their unread scans (jpeg.h).
+PyObject* jpeg_dc_scan_decodes(PyObject*, PyObject*) {
+  return PyLong_FromLongLong(static_cast<long long>(tensorops::jpeg::dc_scan_decodes()));
+}
+
 PyMethodDef methods[] = {
     {"build_info", build_info, METH_NOARGS, "How this extension was built."},
     {"cpu_isa", cpu_isa, METH_NOARGS, "The build of the CPU loops in use: avx512, avx2 or base."},
@@ -70,6 +75,8 @@ PyMethodDef methods[] = {
      "batch_cache_stats(): hits, misses and what the cache of large CPU outputs holds (batch_cache.h)."},
     {"batch_cache_release", batch_cache_release, METH_NOARGS,
      "batch_cache_release(): gives every block the cache of large CPU outputs holds back to the system."},
+    {"jpeg_dc_scan_decodes", jpeg_dc_scan_decodes, METH_NOARGS,
+     "jpeg_dc_scan_decodes(): progressive JPEG regions decoded at 1/8 scale without the AC scans they never read."},
     {nullptr, nullptr, 0, nullptr},
 };
 

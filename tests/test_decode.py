@@ -178,6 +178,28 @@ def test_decompression_bomb_header_is_refused_before_decoding():
                                                        max_pixels=None)
 
 
+@needs_libjpeg
+@pytest.mark.parametrize("kw", [dict(subsampling="4:2:0"), dict(subsampling="4:4:4"), dict(subsampling="4:2:2"),
+                                dict(mode="L"), dict(mode="CMYK"), dict(subsampling="4:4:4", restart=2)],
+                         ids=["420", "444", "422", "gray", "cmyk", "444-restart"])
+def test_reduced_scale_reads_no_scan_a_progressive_file_does_not_need_at_one_eighth(kw, monkeypatch):
+    # jpeg.h drop_ac_scans: at 1/8 a luma (or 4:4:4) block is one pixel, read from its DC coefficient alone, so
+    # the AC scans of those components are dropped before decoding; the values must be the whole file's
+    H, W = 200, 168
+    data = jpeg_cases.encode(jpeg_cases.photo(H, W, seed=4), progressive=True, **kw)
+    boxes = torch.tensor([[0, 0, H, W], [16, 8, 160, 152], [H - 90, W - 100, 90, 100], [3.5, 1.25, 120.5, 99.0]],
+                         dtype=torch.float64)
+    call = lambda: tensorops.decode_resized_crop_mirror_normalize(  # noqa: E731 - boxes over 8x the output: 1/8
+        [data] * len(boxes), None, None, size=(11, 12), boxes=boxes, dtype=torch.uint8, reduced_scale=True)
+    before = tensorops._extension._C.jpeg_dc_scan_decodes()
+    dropped = call()
+    assert tensorops._extension._C.jpeg_dc_scan_decodes() == before + len(boxes)  # every region took that path
+    monkeypatch.setenv("TENSOROPS_JPEG_DC_SCANS", "0")
+    whole = call()
+    assert tensorops._extension._C.jpeg_dc_scan_decodes() == before + len(boxes)  # switched off: none did
+    assert torch.equal(dropped, whole)
+
+
 def test_fuzzed_jpegs_never_crash():
     """2400 mutants (truncations at many offsets, byte flips in the header and the scan) of three JPEGs, half of
     them decoded at reduced scale: each is a valid batch or a ValueError naming its sample; the ASan+UBSan CPU

@@ -6,8 +6,12 @@
 #include "tensorops/jpeg.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
 
 #ifdef TENSOROPS_WITH_LIBJPEG
 #include <csetjmp>
@@ -31,9 +35,59 @@ void cmyk_to_rgb(uint8_t* p, int64_t count) {
   }
 }
 
+size_t drop_ac_scans(const uint8_t* d, size_t n, const int* drop_ids, int n_drop, uint8_t* out) {
+  auto dropped_id = [&](int id) { return std::find(drop_ids, drop_ids + n_drop, id) != drop_ids + n_drop; };
+  if (n < 4 || d[0] != 0xFF || d[1] != 0xD8) return 0;
+  size_t pos = 2, len = 0, scans_dropped = 0;
+  std::memcpy(out, d, 2);
+  len = 2;
+  while (pos < n) {
+    if (d[pos] != 0xFF) return 0;  // not at a marker: not a file this filter understands
+    size_t m = pos;
+    while (m + 1 < n && d[m + 1] == 0xFF) ++m;  // fill bytes before the marker
+    if (m + 1 >= n) return 0;
+    const uint8_t code = d[m + 1];
+    if (code == 0xD9) {  // EOI: done
+      std::memcpy(out + len, d + pos, m + 2 - pos);
+      len += m + 2 - pos;
+      return scans_dropped > 0 ? len : 0;
+    }
+    if (code == 0x00 || code == 0x01 || (code >= 0xD0 && code <= 0xD8)) return 0;  // no segment starts so here
+    if (m + 4 > n) return 0;
+    const size_t seg = (size_t{d[m + 2]} << 8) | d[m + 3];  // the length counts its own two bytes
+    if (seg < 2 || m + 2 + seg > n) return 0;
+    size_t end = m + 2 + seg;
+    bool drop = false;
+    if (code == 0xDA) {  // SOS: its header, then entropy-coded data up to the next marker that is not RST
+      const size_t ns = seg >= 3 ? d[m + 4] : 0;
+      if (ns < 1 || seg < 6 + 2 * ns) return 0;
+      const int ss = d[m + 5 + 2 * ns];  // spectral selection start: 0 for DC scans, > 0 for AC scans
+      drop = ss > 0 && ns == 1 && dropped_id(d[m + 5]);
+      while (true) {
+        if (end + 1 >= n) return 0;  // no marker after the data: truncated (the unfiltered decode says so)
+        if (d[end] == 0xFF && d[end + 1] != 0x00 && d[end + 1] != 0xFF && (d[end + 1] < 0xD0 || d[end + 1] > 0xD7))
+          break;
+        ++end;
+      }
+    }
+    if (drop) {
+      ++scans_dropped;
+    } else {
+      std::memcpy(out + len, d + pos, end - pos);
+      len += end - pos;
+    }
+    pos = end;
+  }
+  return 0;  // no EOI
+}
+
 #ifdef TENSOROPS_WITH_LIBJPEG
 
 namespace {
+
+constexpr int kMaxComponents = 10;  // libjpeg's MAX_COMPONENTS
+
+std::atomic<int64_t> g_dc_scan_decodes{0};  // regions decoded from a copy without AC scans (dc_scan_decodes())
 
 // A header declaring more scans than this is refused (a progressive file of thousands of tiny scans makes the
 // decoder loop for minutes; libjpeg-turbo's own tools use a limit of this kind).
@@ -137,12 +191,36 @@ int read_region(jpeg_decompress_struct* cinfo, Region* r, char* message) {
   return 0;
 }
 
+// A progressive file decoded at 1/8 (r->scratch set): the ids of the components whose blocks then come out as
+// one pixel, whose IDCT reads only the DC coefficient (4:2:0 chroma is enlarged to 2x2 blocks, which read AC
+// coefficients too, and keeps its AC scans).
+int dc_only_components(jpeg_decompress_struct* cinfo, int* ids) {
+  cinfo->scale_num = 1;
+  cinfo->scale_denom = 8;
+  jpeg_calc_output_dimensions(cinfo);
+  int n = 0;
+  for (int c = 0; c < cinfo->num_components && n < kMaxComponents; ++c) {
+    const jpeg_component_info& comp = cinfo->comp_info[c];
+#if JPEG_LIB_VERSION >= 70
+    const bool one = comp.DCT_h_scaled_size == 1 && comp.DCT_v_scaled_size == 1;
+#else
+    const bool one = comp.DCT_scaled_size == 1;
+#endif
+    if (one) ids[n++] = comp.component_id;
+  }
+  return n;
+}
+
 // The one frame that calls setjmp: the header (region == nullptr: nothing else), or the header and then the
-// region's rows, decoded at 1/region->denom scale.
+// region's rows, decoded at 1/region->denom scale. A progressive file at 1/8 with region->scratch is decoded
+// from a copy without the AC scans of the components whose IDCT reads only DC coefficients (drop_ac_scans), with
+// block smoothing off: libjpeg would otherwise guess the missing coefficients, as it never does for a whole file.
 int frame(const uint8_t* data, size_t size, int64_t max_pixels, Info* info, Region* r, char* message) {
   jpeg_decompress_struct cinfo;
   ErrorManager err;
   jpeg_progress_mgr progress;
+  int ids[kMaxComponents];
+  size_t filtered = 0;
   prepare(&cinfo, &err, message);
   if (setjmp(err.jump)) {
     jpeg_destroy_decompress(&cinfo);
@@ -152,6 +230,18 @@ int frame(const uint8_t* data, size_t size, int64_t max_pixels, Info* info, Regi
   start(&cinfo, &progress, data, size);
   jpeg_read_header(&cinfo, TRUE);
   int rc = check_header(&cinfo, max_pixels, info, message);
+  if (rc == 0 && r != nullptr && r->denom == 8 && r->scratch != nullptr && cinfo.progressive_mode) {
+    const int n_ids = dc_only_components(&cinfo, ids);
+    filtered = n_ids > 0 ? drop_ac_scans(data, size, ids, n_ids, r->scratch) : 0;
+    if (filtered > 0) {  // the same header, read again from the copy
+      jpeg_abort_decompress(&cinfo);
+      start(&cinfo, &progress, r->scratch, filtered);
+      jpeg_read_header(&cinfo, TRUE);
+      rc = check_header(&cinfo, max_pixels, info, message);
+      cinfo.do_block_smoothing = FALSE;
+      g_dc_scan_decodes.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
   if (rc == 0 && r != nullptr) rc = read_region(&cinfo, r, message);
   jpeg_destroy_decompress(&cinfo);  // the rows below a region are never decoded
   return rc;
@@ -160,6 +250,13 @@ int frame(const uint8_t* data, size_t size, int64_t max_pixels, Info* info, Regi
 }  // namespace
 
 bool available() { return true; }
+
+bool dc_scans_enabled() {
+  const char* v = std::getenv("TENSOROPS_JPEG_DC_SCANS");
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}
+
+int64_t dc_scan_decodes() { return g_dc_scan_decodes.load(std::memory_order_relaxed); }
 
 const char* version() {
 #ifdef LIBJPEG_TURBO_VERSION
@@ -191,7 +288,13 @@ int decode_region(const uint8_t* data, size_t size, const Info& info, Region* re
     return 1;
   }
   Info seen;
+  std::unique_ptr<uint8_t[]> scratch;  // outside frame(): freed on every path
+  if (region->denom == 8 && info.progressive && dc_scans_enabled()) {
+    scratch.reset(new (std::nothrow) uint8_t[size]);
+    region->scratch = scratch.get();  // nullptr when out of memory: the whole file is decoded
+  }
   const int rc = frame(data, size, region->max_pixels, &seen, region, message);
+  region->scratch = nullptr;
   if (rc == 0 && (seen.height != info.height || seen.width != info.width || seen.components != info.components)) {
     std::snprintf(message, kMessageBytes, "internal: the header changed between reads");
     return 1;
@@ -209,6 +312,8 @@ int unavailable(char* message) {
 }  // namespace
 
 bool available() { return false; }
+bool dc_scans_enabled() { return false; }
+int64_t dc_scan_decodes() { return 0; }
 const char* version() { return ""; }
 int read_info(const uint8_t*, size_t, int64_t, Info*, char* message) { return unavailable(message); }
 size_t capacity_for(const Info&, int64_t, int64_t, int64_t, int64_t) { return 0; }

@@ -33,6 +33,7 @@ struct Region {
   size_t capacity = 0;                     // bytes at buffer (at least capacity_for())
   int64_t dx0 = 0, width = 0;              // decoded columns [dx0, dx0 + width) (dx0 <= x0, dx0 + width >= x1)
   int64_t stride = 0;                      // bytes per decoded row: width * components
+  uint8_t* scratch = nullptr;              // decode_region's: a copy of the file without its unread scans
 };
 
 // An image extent at scale 1/denom, as libjpeg computes it (rounded up).
@@ -53,6 +54,20 @@ size_t capacity_for(const Info& info, int64_t y0, int64_t y1, int64_t x0, int64_
 // requested pixel when the request is one pixel wider than needed on each side (libjpeg's fancy upsampling reads
 // chroma one pixel beyond).
 int decode_region(const uint8_t* data, size_t size, const Info& info, Region* region, char* message);
+
+// The JPEG's `n` bytes at `d` copied to `out` (n bytes available) without the AC scans (spectral selection
+// start > 0) of the components whose ids are in drop_ids: the copy's length, or 0 when there is nothing to drop
+// or the bytes are not a marker-structured file this reads to its EOI (then the file is decoded as it is). Each
+// scan of a progressive JPEG is a separate segment, so a decoder at 1/8 scale, where a 4:4:4 or luma component's
+// IDCT reads only the DC coefficient, needs none of those scans: the entropy decoding of most of the file
+// (libjpeg decodes every scan of a progressive file before its first row) is skipped, and the values are the
+// same as from the whole file.
+size_t drop_ac_scans(const uint8_t* d, size_t n, const int* drop_ids, int n_drop, uint8_t* out);
+
+// Whether decode_region drops scans it does not need (default yes; TENSOROPS_JPEG_DC_SCANS=0 turns it off, for
+// comparing the two), and how many regions this process decoded so.
+bool dc_scans_enabled();
+int64_t dc_scan_decodes();
 
 // Decoded CMYK pixels (4 bytes each, as stored) to RGB in place (3 bytes each from the start), as Pillow gives
 // ImageFolder users: its JPEG reader takes every CMYK file as Adobe-inverted ("CMYK;I"), and convert("RGB")
