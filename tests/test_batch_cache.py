@@ -111,6 +111,8 @@ def test_its_tensors_behave_as_torch_tensors():
     torch.save(out[: BIG[0]].clone(), buf)
     buf.seek(0)
     torch.testing.assert_close(torch.load(buf), want)
+    out.untyped_storage().resize_(0)  # and shrinks to nothing, as torch's own storages do
+    assert out.untyped_storage().nbytes() == 0
     shared = tensorops.normalize(_u8(BIG, 0), MEAN, STD).share_memory_()
     assert shared.is_shared()
     torch.testing.assert_close(shared, want)

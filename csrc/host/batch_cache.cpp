@@ -31,7 +31,8 @@ class Cache final : public c10::Allocator {
   Cache() { pthread_atfork(&lock_all, &unlock_all, &unlock_all); }
 
   c10::DataPtr allocate(std::size_t n) override {
-    const std::size_t bytes = (n + kAlign - 1) / kAlign * kAlign;  // n > 0: the tensor has kMinBytes or more
+    if (n == 0) return {nullptr, c10::Device(c10::DeviceType::CPU)};  // a storage resized to nothing
+    const std::size_t bytes = (n + kAlign - 1) / kAlign * kAlign;
     const pid_t pid = getpid();
     Block* b = take(bytes, pid);
     if (b == nullptr) {
