@@ -256,8 +256,9 @@ def markdown(result: Dict[str, Any]) -> str:
 
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.pipeline", description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="{} files, {} rounds, epochs of {} images (default: {} files, {} rounds, "
-                   "{} images)".format(*GRID["quick"], *GRID["full"]))
+    p.add_argument("--quick", action="store_true",
+                   help="{} files, {} rounds, epochs of {} images (default: {} files, {} rounds, {} images)".format(
+                       *GRID["quick"], *GRID["full"]))
     p.add_argument("--files", type=int, default=None, help="number of JPEG files (overrides the grid's)")
     p.add_argument("--rounds", type=int, default=None, help="interleaved rounds (overrides the grid's)")
     p.add_argument("--epoch", type=int, default=None, metavar="IMAGES",
@@ -307,7 +308,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     result = {
         "meta": {
             **machine_info(),  # cpu model and count, torch, tensorops build, git commit
-            "grid": grid, "files": files, "rounds": rounds, "epoch_images": epoch_images, "workers": workers, "batch": BATCH,
+            "grid": grid, "files": files, "rounds": rounds, "epoch_images": epoch_images, "workers": workers,
+            "batch": BATCH,
             "jpeg_mb": jpeg_bytes / 1e6, "torch_threads": threads, "load": load_info, "wall_s": time.perf_counter() - start,
             "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "paths": DESCRIBE,

@@ -38,9 +38,8 @@ void cmyk_to_rgb(uint8_t* p, int64_t count) {
 size_t drop_ac_scans(const uint8_t* d, size_t n, const int* drop_ids, int n_drop, uint8_t* out) {
   auto dropped_id = [&](int id) { return std::find(drop_ids, drop_ids + n_drop, id) != drop_ids + n_drop; };
   if (n < 4 || d[0] != 0xFF || d[1] != 0xD8) return 0;
-  size_t pos = 2, len = 0, scans_dropped = 0;
-  std::memcpy(out, d, 2);
-  len = 2;
+  size_t pos = 2, len = 2, scans_dropped = 0;
+  std::memcpy(out, d, 2);  // SOI
   while (pos < n) {
     if (d[pos] != 0xFF) return 0;  // not at a marker: not a file this filter understands
     size_t m = pos;
