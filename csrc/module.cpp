@@ -4,6 +4,7 @@
 
 #include "tensorops/batch_cache.h"
 #include "tensorops/cpu_isa.h"
+#include "tensorops/decode_report.h"
 #include "tensorops/jpeg.h"
 #include "tensorops/plan.h"
 
@@ -27,10 +28,12 @@ PyObject* build_info(PyObject*, PyObject*) {
   PyObject* cuda = Py_False;
 #endif
   // max_kernel_dims: the most dimensions a kernel's iteration plan holds; tensors with more go to native torch
-  // libjpeg: the libjpeg-turbo version the decode op's partial decode was built with ("" without it)
-  return Py_BuildValue("{s:s,s:s,s:O,s:s,s:i,s:s}", "version", TENSOROPS_VERSION, "torch", TENSOROPS_TORCH_VERSION,
-                       "cuda", cuda, "cuda_archs", TENSOROPS_CUDA_ARCHS, "max_kernel_dims",
-                       static_cast<int>(tensorops::kMaxPlanDims), "libjpeg", tensorops::jpeg::version());
+  // libjpeg: the libjpeg-turbo version the decode op's partial decode was built with ("" without it);
+  // jpeg_kinds: the JPEG kinds it decodes itself (the others go through the fallback decoder, Pillow)
+  return Py_BuildValue("{s:s,s:s,s:O,s:s,s:i,s:s,s:s}", "version", TENSOROPS_VERSION, "torch",
+                       TENSOROPS_TORCH_VERSION, "cuda", cuda, "cuda_archs", TENSOROPS_CUDA_ARCHS, "max_kernel_dims",
+                       static_cast<int>(tensorops::kMaxPlanDims), "libjpeg", tensorops::jpeg::version(),
+                       "jpeg_kinds", tensorops::jpeg::kinds());
 }
 
 // cpu_isa() -> "avx512" | "avx2" | "base": the build of the CPU loops in use (cpu_isa.h; TENSOROPS_CPU_ISA caps it).
@@ -47,6 +50,30 @@ PyObject* batch_cache_stats(PyObject*, PyObject*) {
 PyObject* batch_cache_release(PyObject*, PyObject*) {
   tensorops::batch_cache::release();
   Py_RETURN_NONE;
+}
+
+// decode_notes() -> [(sample, status, text)]: what the last decode op call on this thread said about its samples
+// that did not simply decode (decode_report.h); taken once.
+PyObject* decode_notes(PyObject*, PyObject*) {
+  std::vector<tensorops::decode_report::Note> notes;
+  notes.swap(tensorops::decode_report::last());
+  PyObject* list = PyList_New(static_cast<Py_ssize_t>(notes.size()));
+  if (list == nullptr) return nullptr;
+  for (size_t k = 0; k < notes.size(); ++k) {
+    const auto& n = notes[k];
+    PyObject* item = Py_BuildValue("(Lis)", static_cast<long long>(n.sample), static_cast<int>(n.status),
+                                   n.text.c_str());
+    if (item == nullptr) {
+      Py_DECREF(list);
+      return nullptr;
+    }
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(k), item);
+  }
+  return list;
+}
+
+PyObject* decode_whole_row_redecodes(PyObject*, PyObject*) {
+  return PyLong_FromLongLong(tensorops::decode_report::whole_row_redecodes());
 }
 
 // jpeg_dc_scan_decodes() -> int: progressive regions decoded at 1/8 without their unread scans (jpeg.h).
@@ -75,6 +102,10 @@ PyMethodDef methods[] = {
      "batch_cache_stats(): hits, misses and what the cache of large CPU outputs holds (batch_cache.h)."},
     {"batch_cache_release", batch_cache_release, METH_NOARGS,
      "batch_cache_release(): gives every block the cache of large CPU outputs holds back to the system."},
+    {"decode_notes", decode_notes, METH_NOARGS,
+     "decode_notes(): [(sample, status, text)] of the last decode op call on this thread (decode_report.h)."},
+    {"decode_whole_row_redecodes", decode_whole_row_redecodes, METH_NOARGS,
+     "decode_whole_row_redecodes(): images decoded again in full after a libjpeg warning in a partial decode."},
     {"jpeg_dc_scan_decodes", jpeg_dc_scan_decodes, METH_NOARGS,
      "jpeg_dc_scan_decodes(): progressive JPEG regions decoded at 1/8 scale without the AC scans they never read."},
     {nullptr, nullptr, 0, nullptr},

@@ -132,17 +132,20 @@ TENSOROPS_DEFINE_LIBRARY(TENSOROPS_LIBRARY, m) {
   // equals resized_crop_mirror_normalize of the fully decoded RGB images. max_pixels > 0 refuses larger headers.
   // A sample that cannot be decoded raises (skip_errors false: the first such sample's error, a ValueError
   // naming it) or is filled with `fill` (skip_errors true). reduced_scale: each JPEG may be decoded at 1/2, 1/4
-  // or 1/8 scale where its box still covers `size` there (not equal to the full decode's result).
-  // Returns the batch and which samples failed (bool).
+  // or 1/8 scale where its box still covers `size` there (not equal to the full decode's result). A libjpeg
+  // warning is not an error unless strict. A JPEG of a kind the linked libjpeg does not decode (lossless, 12-bit)
+  // is filled and never raises: Python decodes it through the fallback. Returns the batch and each sample's
+  // status (int8, csrc/include/tensorops/decode_report.h: 0 decoded, 1 failed, 2 decoded with libjpeg
+  // warnings, 3 left to the fallback decoder); tensorops._C.decode_notes() has the texts.
   m.def(
       "decode_resized_crop_mirror_normalize(Tensor[] data, Tensor mean, Tensor std, Tensor boxes, Tensor mirror, "
       "int[2] size, float scale, int interpolation, bool antialias, bool crop_first, ScalarType dtype, "
       "MemoryFormat memory_format, int channels, float fill, bool pad, int max_pixels, bool skip_errors, "
-      "bool reduced_scale) -> (Tensor, Tensor)");
-  // The same into out (checked first, written directly): returns which samples failed.
+      "bool reduced_scale, bool strict=False) -> (Tensor, Tensor)");
+  // The same into out (checked first, written directly): returns each sample's status.
   m.def(
       "decode_resized_crop_mirror_normalize_out(Tensor[] data, Tensor mean, Tensor std, Tensor boxes, "
       "Tensor mirror, int[2] size, float scale, int interpolation, bool antialias, bool crop_first, "
       "ScalarType dtype, MemoryFormat memory_format, int channels, float fill, bool pad, int max_pixels, "
-      "bool skip_errors, bool reduced_scale, *, Tensor(a!) out) -> Tensor");
+      "bool skip_errors, bool reduced_scale, bool strict=False, *, Tensor(a!) out) -> Tensor");
 }

@@ -4,10 +4,11 @@ do not run them: encoded samples that are not JPEG, and builds without libjpeg-t
 torchvision.io or PIL into (H, W, 3) uint8 images, which the same op then resamples in place."""
 from __future__ import annotations
 
+import hashlib
 import io as _io
 import re
 import warnings
-from typing import Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -16,6 +17,9 @@ from tensorops import _checks, _extension
 
 NAME = "decode_resized_crop_mirror_normalize"
 JPEG_MAGIC = b"\xff\xd8\xff"
+# A sample's status, the op's second output (csrc/include/tensorops/decode_report.h). The op's 3 (a JPEG kind the
+# linked libjpeg does not decode) becomes FALLBACK once run() has decoded it through Pillow.
+OK, FAILED, WARNED, FALLBACK = 0, 1, 2, 3
 
 
 def has_libjpeg() -> bool:
@@ -37,11 +41,12 @@ def is_jpeg(data: torch.Tensor) -> bool:
 
 
 def decode_other(data: torch.Tensor, label: str, max_pixels: int = 0) -> torch.Tensor:
-    """A whole image that the op does not decode itself, as a contiguous (H, W, 3) uint8 tensor: through
-    torchvision.io.decode_image (RGB) where torchvision is installed, else PIL's convert("RGB"), which is also
-    what CMYK JPEGs become in a build without libjpeg-turbo (torchvision inverts some of those). ``label``
-    names the sample in errors; an image declaring more than ``max_pixels`` pixels (0: no limit but Pillow's
-    own) is refused before it is decoded."""
+    """A whole image that the op does not decode itself (another format, a JPEG kind the linked libjpeg does not
+    decode, every JPEG in a build without libjpeg-turbo), as a contiguous (H, W, 3) uint8 tensor: Pillow's
+    ``convert("RGB")``, also for CMYK JPEGs (torchvision inverts some of those). Pillow, not
+    ``torchvision.io.decode_image``: torchvision 0.29.1's ``decode_png`` crashes the process on some damaged
+    PNGs (measured), where Pillow raises. ``label`` names the sample in errors; an image declaring more than
+    ``max_pixels`` pixels (0: no limit but Pillow's own) is refused before it is decoded."""
     from PIL import Image, UnidentifiedImageError
 
     raw = data.numpy().tobytes()
@@ -97,6 +102,15 @@ def as_bytes(item: object, n: int) -> torch.Tensor:
         return torch.frombuffer(item, dtype=torch.uint8)
 
 
+class Unnamed(str):
+    """A sample's name that is not a path ("batch index 3": bytes handed to a collate): warnings name such a
+    sample by a digest of its bytes too, and report it once per digest, not once per name."""
+
+
+def _named(n: int, paths: Optional[Sequence[object]]) -> bool:
+    return paths is not None and not isinstance(paths[n], Unnamed)
+
+
 def label(n: int, paths: Optional[Sequence[object]]) -> str:
     return f"sample {n} ({paths[n]})" if paths is not None else f"sample {n}"
 
@@ -114,24 +128,24 @@ def _register() -> None:
     lib = "tensorops::"
 
     def fake(data, mean, std, boxes, mirror, size, scale, interpolation, antialias, crop_first, dtype,
-             memory_format, channels, fill, pad, max_pixels, skip_errors, reduced_scale):
+             memory_format, channels, fill, pad, max_pixels, skip_errors, reduced_scale, strict=False):
         N = len(data)
         out = torch.empty((N, channels, size[0], size[1]), dtype=dtype, device=data[0].device,
                           memory_format=memory_format)
-        return out, torch.empty((N,), dtype=torch.bool, device=data[0].device)
+        return out, torch.empty((N,), dtype=torch.int8, device=data[0].device)  # each sample's status
 
     def fake_out(data, mean, std, boxes, mirror, size, scale, interpolation, antialias, crop_first, dtype,
-                 memory_format, channels, fill, pad, max_pixels, skip_errors, reduced_scale, *, out):
+                 memory_format, channels, fill, pad, max_pixels, skip_errors, reduced_scale, strict=False, *, out):
         N = len(data)
         _checks.check_out(NAME, out, (N, channels, size[0], size[1]), dtype, data[0].device)
-        return torch.empty((N,), dtype=torch.bool, device=data[0].device)
+        return torch.empty((N,), dtype=torch.int8, device=data[0].device)
 
     torch.library.register_fake(lib + NAME, fake)
     torch.library.register_fake(lib + NAME + "_out", fake_out)
 
 
 def call(data, args: tuple, out: Optional[torch.Tensor]):
-    """The op (or its _out op) on prepared arguments: (batch, failed)."""
+    """The op (or its _out op) on prepared arguments: (batch, status)."""
     ops = torch.ops.tensorops
     if out is None:
         return ops.decode_resized_crop_mirror_normalize.default(data, *args)
@@ -141,3 +155,73 @@ def call(data, args: tuple, out: Optional[torch.Tensor]):
 
 if _extension.is_compiled() and hasattr(torch.ops.tensorops, NAME):
     _register()
+
+
+def digest(data: torch.Tensor) -> str:
+    """A short digest of a file's bytes, naming it where it has no path."""
+    return hashlib.blake2b(data.numpy().tobytes(), digest_size=8).hexdigest()
+
+
+def report_once(what: str, n: int, paths: Optional[Sequence[object]], data: torch.Tensor, message: str) -> bool:
+    """One RuntimeWarning per file and kind of report: the file is named by its path where the caller gave one,
+    else by a digest of its bytes (the same bytes at another batch position are the same file; other bytes at
+    the same position are not). Returns whether it warned."""
+    key = (what, str(paths[n]) if _named(n, paths) else digest(data))
+    if key in _WARNED:
+        return False
+    _WARNED.add(key)
+    warnings.warn(message, RuntimeWarning, stacklevel=4)
+    return True
+
+
+def sample_name(n: int, paths: Optional[Sequence[object]], data: torch.Tensor) -> str:
+    """How a warning names a sample: its path, else its index and the digest of its bytes."""
+    if _named(n, paths):
+        return f"sample {n} ({paths[n]})"
+    return f"sample {n} ({paths[n]}, bytes {digest(data)})" if paths is not None else \
+        f"sample {n} (bytes {digest(data)})"
+
+
+def run(inputs: List[torch.Tensor], encoded: List[torch.Tensor], args: tuple, out: Optional[torch.Tensor],
+        paths: Optional[Sequence[object]], on_error: str) -> Tuple[torch.Tensor, torch.Tensor, dict]:
+    """The op on prepared arguments, then what its statuses ask for: the JPEGs it left to the fallback decoder
+    (a kind the linked libjpeg does not decode) decoded whole through Pillow and resampled by the same op with
+    their boxes, and one warning per file that libjpeg warned about. Returns (batch, status, texts): texts maps
+    the samples that are not OK to what the op said of them."""
+    try:
+        batch, status = call(inputs, args, out)
+    except ValueError as e:  # the op's "tensorops: data: sample n: ...", in this function's words
+        _extension._C.decode_notes()
+        raise ValueError(with_path(str(e).replace("tensorops: data: ", _checks.where(NAME), 1), paths)) from None
+    if not bool(status.any()):
+        return batch, status, {}
+    texts = {n: text for n, _, text in _extension._C.decode_notes()}
+    unsupported = (status == FALLBACK).nonzero().flatten().tolist()
+    if unsupported:
+        decoded, rows = [], []
+        max_pixels = int(args[14])
+        for n in unsupported:
+            try:
+                decoded.append(decode_other(encoded[n], label(n, paths), max_pixels))
+                rows.append(n)
+            except ValueError as e:
+                if on_error == "raise":
+                    raise ValueError(f"{e} (libjpeg-turbo {_extension.build_info().get('libjpeg')}: "
+                                     f"{texts.get(n, '')})") from None
+                status[n] = FAILED
+        if rows:
+            warn_once("fallback", _where(
+                f"{sample_name(rows[0], paths, encoded[rows[0]])} is a JPEG kind the linked libjpeg-turbo "
+                f"{_extension.build_info().get('libjpeg')} does not decode ({texts.get(rows[0], '')}): such files "
+                f"are decoded whole through Pillow, then resized as the others (bit for bit the same resize); "
+                f"tensorops.build_info()['jpeg_kinds'] lists the kinds decoded in part"))
+            idx = torch.tensor(rows, dtype=torch.int64)
+            sub_args = (args[0], args[1], args[2].index_select(0, idx), args[3].index_select(0, idx), *args[4:])
+            sub, _ = call(decoded, sub_args, None)
+            _extension._C.decode_notes()
+            batch[idx] = sub
+    for n in (status == WARNED).nonzero().flatten().tolist():
+        report_once("warned", n, paths, encoded[n], _where(
+            f"{sample_name(n, paths, encoded[n])}: libjpeg warned ({texts.get(n, 'no text')}) and the image was "
+            f"decoded as torchvision's decode_jpeg and Pillow decode it; strict=True makes this an error"))
+    return batch, status, texts

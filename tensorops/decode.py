@@ -49,6 +49,7 @@ def decode_resized_crop_mirror_normalize(
     on_error: str = "raise",
     reduced_scale: bool = False,
     device: Union[None, str, torch.device] = None,
+    strict: bool = False,
 ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
     """Decode, resize a box of each image to ``size``, mirror and normalize, in one pass per image:
     ``decode_jpeg(mode=RGB)`` + :func:`tensorops.resized_crop_mirror_normalize`, with each JPEG decoded only in
@@ -56,9 +57,17 @@ def decode_resized_crop_mirror_normalize(
 
     The result equals ``resized_crop_mirror_normalize`` of the fully decoded RGB images bit for bit (the
     decoded region is one pixel wider than the filter reads on each side, where libjpeg's chroma upsampling
-    would otherwise differ). Grayscale JPEGs give 3 equal channels (``ImageReadMode.RGB``); CMYK and YCCK
-    JPEGs give Pillow's ``convert("RGB")``. Other formats (PNG, WebP, BMP, a PNG named .JPEG) decode whole
-    through Pillow, then take the same resize.
+    would otherwise differ, and at least two samples of every chroma component wide, where libjpeg-turbo's crop
+    would otherwise switch its upsampling). Grayscale JPEGs give 3 equal channels (``ImageReadMode.RGB``); CMYK
+    and YCCK JPEGs give Pillow's ``convert("RGB")``. Other formats (PNG, WebP, BMP, a PNG named .JPEG) decode
+    whole through Pillow, then take the same resize; so do JPEGs of a kind the linked libjpeg-turbo does not
+    decode (lossless, 12-bit: ``tensorops.build_info()["jpeg_kinds"]`` lists the kinds it does).
+
+    Damaged JPEGs that ``decode_jpeg`` and Pillow decode (corrupt data libjpeg resynchronises past, junk bytes
+    before a marker, a file cut short, an unknown JFIF revision) are decoded as they decode them, each reported
+    once by a RuntimeWarning that names it (its path, else its index and a digest of its bytes); where libjpeg
+    warned during a partial decode, that image is decoded again with every column and every row above its box,
+    so its values are the full decode's. ``strict=True`` makes such a warning an error instead.
 
     Args:
         data: N encoded images: 1-D uint8 tensors (``torchvision.io.read_file``, :func:`tensorops.io.read_file`),
@@ -95,6 +104,9 @@ def decode_resized_crop_mirror_normalize(
             JPEGs nvJPEG refuses are decoded on the CPU (Pillow) and copied over; which damaged files are refused
             follows the decoder that reads them. Needs torchvision (an ImportError without it); not with
             ``reduced_scale``.
+        strict: a libjpeg warning (corrupt data, a premature end, junk before a marker) is an error (a ValueError
+            naming the sample, or a failed sample with ``on_error="fill"``), as every
+            warning was before this option existed. It concerns the CPU decode (``device="cuda"`` follows nvJPEG).
 
     Returns:
         The (N, C', h, w) batch, or ``(batch, failed)`` with ``on_error="fill"``.
@@ -111,19 +123,7 @@ def decode_resized_crop_mirror_normalize(
         >>> out.shape, out.dtype
         (torch.Size([2, 3, 224, 224]), torch.float32)
     """
-    if isinstance(data, (bytes, bytearray, torch.Tensor, np.ndarray)) or not isinstance(data, Sequence):
-        raise TypeError(_err(f"data must be a list of encoded images, got {type(data).__name__}"))
-    N = len(data)
-    if N == 0:
-        raise ValueError(_err("data is an empty list"))
-    if paths is not None and len(paths) != N:
-        raise ValueError(_err(f"paths has {len(paths)} entries but data has {N}"))
-    if on_error not in ("raise", "fill"):
-        raise ValueError(_err(f"on_error must be \"raise\" or \"fill\", got {on_error!r}"))
-    if max_pixels is None:
-        max_pixels = 0
-    elif isinstance(max_pixels, bool) or not isinstance(max_pixels, numbers.Integral) or max_pixels <= 0:
-        raise ValueError(_err(f"max_pixels must be a positive int or None, got {max_pixels!r}"))
+    max_pixels = _validate(data, paths, on_error, max_pixels, strict)
     if device is not None:  # validated there; "cuda": the GPU decode, then the fused op (tensorops/_decode_cuda.py)
         from tensorops import _decode_cuda
 
@@ -132,6 +132,52 @@ def decode_resized_crop_mirror_normalize(
                 size=size, boxes=boxes, mirror=mirror, interpolation=interpolation, antialias=antialias, dtype=dtype,
                 memory_format=memory_format, pad_channels=pad_channels, fill=fill, out_of_bounds=out_of_bounds,
                 crop_first=crop_first, out=out), reduced_scale=reduced_scale)
+    batch, status, _ = decode_with_status(
+        data, mean, std, size=size, boxes=boxes, mirror=mirror, interpolation=interpolation, antialias=antialias,
+        dtype=dtype, memory_format=memory_format, pad_channels=pad_channels, fill=fill, out_of_bounds=out_of_bounds,
+        crop_first=crop_first, out=out, paths=paths, max_pixels=max_pixels or None, on_error=on_error,
+        reduced_scale=reduced_scale, strict=strict)
+    if on_error == "fill":
+        return batch, status == _decode_ops.FAILED
+    return batch
+
+
+def _validate(data, paths, on_error: str, max_pixels: Optional[int], strict: bool) -> int:
+    """The checks of the arguments every path shares: max_pixels as an int (0: no limit)."""
+    if isinstance(data, (bytes, bytearray, torch.Tensor, np.ndarray)) or not isinstance(data, Sequence):
+        raise TypeError(_err(f"data must be a list of encoded images, got {type(data).__name__}"))
+    if len(data) == 0:
+        raise ValueError(_err("data is an empty list"))
+    if paths is not None and len(paths) != len(data):
+        raise ValueError(_err(f"paths has {len(paths)} entries but data has {len(data)}"))
+    if on_error not in ("raise", "fill"):
+        raise ValueError(_err(f"on_error must be \"raise\" or \"fill\", got {on_error!r}"))
+    if not isinstance(strict, bool):
+        raise TypeError(_err(f"strict must be a bool, got {strict!r}"))
+    if max_pixels is None:
+        return 0
+    if isinstance(max_pixels, bool) or not isinstance(max_pixels, numbers.Integral) or max_pixels <= 0:
+        raise ValueError(_err(f"max_pixels must be a positive int or None, got {max_pixels!r}"))
+    return int(max_pixels)
+
+
+def decode_with_status(data: Sequence[Encoded], mean: Stat, std: Stat, *, size: Union[int, Tuple[int, int]],
+                       boxes: Optional[torch.Tensor] = None, mirror: Optional[torch.Tensor] = None,
+                       interpolation: object = "bilinear", antialias: bool = True,
+                       dtype: Optional[torch.dtype] = None,
+                       memory_format: torch.memory_format = torch.contiguous_format,
+                       pad_channels: Optional[int] = None, fill: float = 0.0, out_of_bounds: str = "error",
+                       crop_first: bool = True, out: Optional[torch.Tensor] = None,
+                       paths: Optional[Sequence[object]] = None, max_pixels: Optional[int] = DEFAULT_MAX_PIXELS,
+                       on_error: str = "raise", reduced_scale: bool = False, strict: bool = False
+                       ) -> Tuple[torch.Tensor, torch.Tensor, dict]:
+    """:func:`decode_resized_crop_mirror_normalize` on the CPU, returning ``(batch, status, texts)`` whatever
+    ``on_error``: ``status`` int8 (N,), per sample ``tensorops._decode_ops.OK`` (0), ``FAILED`` (1, its output is
+    ``fill``), ``WARNED`` (2: decoded, libjpeg warned) or ``FALLBACK`` (3: decoded whole by Pillow, a JPEG kind
+    the linked libjpeg-turbo does not decode, or not a JPEG); ``texts`` maps the samples that are not OK to what
+    the op said of them (the error, or libjpeg's first warning). The collates and the Ray stage count these."""
+    N = len(data)
+    max_pixels = _validate(data, paths, on_error, max_pixels, strict)
     encoded = [_as_bytes(item, n) for n, item in enumerate(data)]
     # what the op does not decode itself (not JPEG; every JPEG in a build without libjpeg-turbo): whole images
     libjpeg = _decode_ops.has_libjpeg()
@@ -140,7 +186,7 @@ def decode_resized_crop_mirror_normalize(
                               "decode_resized_crop_mirror_normalize decodes whole images through Pillow (install "
                               "libjpeg-turbo's development files and rebuild for the partial decode)")
     inputs: List[torch.Tensor] = []
-    failed_early = torch.zeros(N, dtype=torch.bool)
+    early = torch.zeros(N, dtype=torch.int8)  # what happened before the op: FALLBACK or FAILED
     for n, e in enumerate(encoded):
         if libjpeg and _decode_ops.is_jpeg(e):
             inputs.append(e)
@@ -148,11 +194,12 @@ def decode_resized_crop_mirror_normalize(
         try:
             if e.numel() == 0:
                 raise ValueError(_err(f"{_label(n, paths)}: the data is empty"))
-            inputs.append(_decode_ops.decode_other(e, _label(n, paths), int(max_pixels or 0)))
+            inputs.append(_decode_ops.decode_other(e, _label(n, paths), max_pixels))
+            early[n] = _decode_ops.FALLBACK
         except ValueError:
             if on_error == "raise":
                 raise
-            failed_early[n] = True
+            early[n] = _decode_ops.FAILED
             inputs.append(e)  # the op fails it again (no header), and fills its output
     cpu = torch.device("cpu")
     o = _resample_options(_NAME, torch.uint8, N, 3, cpu, mean, std, size, [], interpolation, antialias, crop_first,
@@ -161,7 +208,7 @@ def decode_resized_crop_mirror_normalize(
     if not isinstance(reduced_scale, bool):
         raise TypeError(_err(f"reduced_scale must be a bool, got {reduced_scale!r}"))
     if boxes is None:
-        boxes = _whole_images(inputs, failed_early, paths, on_error)
+        boxes = _whole_images(inputs, early == _decode_ops.FAILED, paths, on_error)
     bx = _boxes(boxes, [(1, 1)] * N)
     if isinstance(mean, torch.Tensor) or isinstance(std, torch.Tensor):
         m, s = m.detach().cpu(), s.detach().cpu()
@@ -169,14 +216,9 @@ def decode_resized_crop_mirror_normalize(
     if out is not None:
         _checks.check_out(_NAME, out, (N, channels, h, w), dtype, cpu, [*inputs, m, s])
     args = (m, s, bx, mi, [h, w], scale, interp, antialias, crop_first, dtype, memory_format, channels, fill, pad,
-            int(max_pixels), on_error == "fill", reduced_scale)
-    try:
-        batch, failed = _decode_ops.call(inputs, args, out)
-    except ValueError as e:  # the op's "tensorops: data: sample n: ...", in this function's words
-        raise ValueError(_with_path(str(e).replace("tensorops: data: ", _checks.where(_NAME), 1), paths)) from None
-    if on_error == "fill":
-        return batch, failed | failed_early
-    return batch
+            max_pixels, on_error == "fill", reduced_scale, strict)
+    batch, status, texts = _decode_ops.run(inputs, encoded, args, out, paths, on_error)
+    return batch, torch.where(early != 0, early, status), texts
 
 
 def _whole_images(inputs: List[torch.Tensor], failed_early: torch.Tensor, paths, on_error: str) -> torch.Tensor:

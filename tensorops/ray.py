@@ -16,6 +16,7 @@ require("ray.data", feature="tensorops.ray", package="ray (Ray Data)", extra="ra
 
 import numpy as np
 
+from tensorops import _decode_ops
 from tensorops._checks import where
 from tensorops.data import ResizedCropMirrorNormalizeCollate, as_image
 from tensorops.data.collates import _encoded, decode_encoded
@@ -36,10 +37,11 @@ class ResizedCropMirrorNormalize:
     Training (``train=True``): RandomResizedCrop boxes and horizontal flips; evaluation: Resize + CenterCrop, as
     :class:`tensorops.data.ResizedCropMirrorNormalizeCollate` (whose ``boxes`` draws them; its options are taken
     here by keyword: ``scale``, ``ratio``, ``resize_size``, ``interpolation``, ``antialias``, ``mirror_prob``,
-    ``dtype``, ``memory_format``, ``pad_channels``, ``fill``, ``on_error``). ``batch[column]`` holds HWC uint8
-    arrays (an object array or a list, as ``ray.data.read_images(..., mode="RGB")`` gives without ``size=``; 2-D
-    grayscale arrays are one channel); the result replaces it, a zero-copy numpy view of the op's output; other
-    columns pass through. numpy has no bfloat16, so the output dtype is float16, float32, float64 or uint8.
+    ``dtype``, ``memory_format``, ``pad_channels``, ``fill``, ``on_error``, ``strict``). ``batch[column]`` holds
+    HWC uint8 arrays (an object array or a list, as ``ray.data.read_images(..., mode="RGB")`` gives without
+    ``size=``; 2-D grayscale arrays are one channel); the result replaces it, a zero-copy numpy view of the op's
+    output; other columns pass through. numpy has no bfloat16, so the output dtype is float16, float32, float64 or
+    uint8.
 
     Encoded images: ``ray.data.read_binary_files(paths, include_paths=True)`` gives each file's bytes in a column
     ``"bytes"``, so the object store carries JPEG bytes instead of decoded pixels; pass ``column="bytes"`` (the
@@ -50,7 +52,11 @@ class ResizedCropMirrorNormalize:
     same ``seed`` and key) bit for bit, and replaces ``"bytes"`` (``Dataset.rename_columns({"bytes": "image"})``
     renames it). A file that cannot be decoded: with ``on_error="raise"`` (the default) a ValueError naming its
     path; with ``on_error="drop"`` its row leaves the batch, every column, with one warning per path (the batch
-    is then shorter). ``on_error`` concerns encoded rows: a decoded row that is not an image always raises.
+    is then shorter). ``on_error`` concerns encoded rows: a decoded row that is not an image always raises. A
+    JPEG that libjpeg warns about (corrupt data it resynchronises past, junk before a marker, a file cut short)
+    decodes as ``decode_jpeg`` decodes it, with one warning per path (``strict=True``: an error instead);
+    ``stage.report`` counts, in the process that ran the stage, the rows decoded despite warnings, through the
+    fallback decoder (lossless JPEGs, other formats) and dropped.
 
     Randomness (training): with ``seed=None`` each process draws fresh entropy. With an integer ``seed`` each
     row's box and flip come from its own generator, seeded from ``(seed, epoch, key)`` where ``key`` is the row's
@@ -100,6 +106,11 @@ class ResizedCropMirrorNormalize:
         self.collate = ResizedCropMirrorNormalizeCollate(size, mean, std, train=train, dim=-1, **options)
         self.column, self.seed, self.epoch, self.key_column = column, seed, int(epoch), key_column
         self._generator: Optional[torch.Generator] = None
+
+    @property
+    def report(self) -> Dict[str, int]:
+        """Encoded rows this process decoded despite libjpeg warnings, through the fallback decoder, or dropped."""
+        return self.collate.report
 
     def __getstate__(self) -> Dict[str, Any]:
         state = dict(self.__dict__)
@@ -157,7 +168,8 @@ class ResizedCropMirrorNormalize:
                 f"would draw the same stream and repeat the same crops. Add one (read_images(..., "
                 f"include_paths=True), Dataset.add_column) or pass seed=None")
         keys = None if key_name is None else list(batch[key_name])
-        names = [f"{key_name}={k!r}" for k in keys] if keys is not None else [f"row {i}" for i in range(len(column))]
+        names = [f"{key_name}={k!r}" for k in keys] if keys is not None else \
+            [_decode_ops.Unnamed(f"row {i}") for i in range(len(column))]  # named by their bytes in warnings
         out = dict(batch)
         if len(column) == 0:
             out[self.column] = self._empty(column)

@@ -179,3 +179,143 @@ def _cases() -> Tuple[List[Tuple[str, bytes]], Dict[str, str]]:
 
 
 CASES, UNAVAILABLE = _cases()
+
+
+# ---- files that libjpeg warns about, and kinds it may not decode ------------------------------------------------
+def _segments(data: bytes) -> List[Tuple[int, int, int]]:
+    """(offset, marker, total length) of each marker segment of a well-formed JPEG, up to and including the first
+    SOS (its header only)."""
+    out, i = [], 2
+    while i + 4 <= len(data):
+        m, length = data[i + 1], (data[i + 2] << 8) | data[i + 3]
+        out.append((i, m, 2 + length))
+        i += 2 + length
+        if m == 0xDA:
+            break
+    return out
+
+
+def _first(data: bytes, marker: int) -> Tuple[int, int]:
+    return next((off, n) for off, m, n in _segments(data) if m == marker)
+
+
+def damaged(seed: int = 0) -> List[Tuple[str, bytes]]:
+    """``(id, bytes)`` of JPEGs damaged as real files are, each of which libjpeg decodes with a warning (or, for
+    the last two, silently): junk bytes before a marker (in the header, before the scan, before EOI), a file cut
+    short in its scan, corrupt entropy-coded data, a marker inside the scan, an unknown JFIF revision, an unknown Adobe transform code,
+    invalid SOS parameters for a sequential file, an inconsistent progression, bytes after EOI, and a camera's
+    MJPEG frame without Huffman tables (libjpeg supplies the standard ones). Sizes are odd (61 x 83) so that
+    the iMCU grid and the partial decode's edges are exercised."""
+    img = photo(61, 83, seed=seed)
+    base = encode(img, subsampling="4:2:0", quality=88)
+    prog = encode(img, subsampling="4:2:0", quality=88, progressive=True)
+    s = scan_start(base)
+    out = []
+    dqt, _ = _first(base, 0xDB)
+    out.append(("junk-before-dqt", base[:dqt] + b"\x00\x13\x37" + base[dqt:]))
+    sos, _ = _first(base, 0xDA)
+    out.append(("junk-before-sos", base[:sos] + b"\x00" * 5 + base[sos:]))
+    eoi = base.rindex(b"\xff\xd9")
+    out.append(("junk-before-eoi", base[:eoi] + b"\x12\x34" + base[eoi:]))
+    out.append(("cut-in-scan", base[: s + (len(base) - s) // 2]))
+    out.append(("cut-in-progressive-scans", prog[: len(prog) * 2 // 3]))
+    rng = np.random.default_rng(seed)
+    scan = bytearray(base)
+    for off in rng.integers(s + (len(base) - s) // 3, len(base) - 2, 6):
+        scan[off] = 0x00 if scan[off] != 0x00 else 0x55
+    out.append(("corrupt-scan-bytes", bytes(scan)))  # libjpeg may not notice: the values change, no warning
+    mid = s + (len(base) - s) // 2
+    out.append(("marker-in-scan", base[:mid] + b"\xff\xd3" + base[mid:]))  # an RST where none belongs
+    app0, _ = _first(base, 0xE0)
+    jfif = bytearray(base)
+    if bytes(jfif[app0 + 4:app0 + 9]) == b"JFIF\x00":
+        jfif[app0 + 9] = 3  # major version 3
+        out.append(("jfif-revision-3", bytes(jfif)))
+    adobe = b"\xff\xee\x00\x0eAdobe\x00\x64\x00\x00\x00\x00\x07"  # APP14, transform code 7 (unknown)
+    app0_len = _first(base, 0xE0)[1]  # without the JFIF marker, which libjpeg would believe first
+    out.append(("adobe-transform-7", base[:2] + adobe + base[2 + app0_len:]))
+    sos_seg = bytearray(base)
+    ns = sos_seg[sos + 4]
+    sos_seg[sos + 5 + 2 * ns + 1] = 0x3E  # Se 62 instead of 63
+    out.append(("sos-not-sequential", bytes(sos_seg)))
+    # a progressive file whose second scan (an AC or DC scan) appears twice: an inconsistent progression
+    starts = [m.start() for m in __import__("re").finditer(b"\xff\xda", prog)]
+    if len(starts) >= 3:
+        out.append(("progression-repeated-scan", prog[:starts[2]] + prog[starts[1]:starts[2]] + prog[starts[2]:]))
+    out.append(("bytes-after-eoi", base + b"\x00garbage after the image\xff\xd8"))
+    dht = [(off, n) for off, m, n in _segments(base) if m == 0xC4]
+    mjpeg = base
+    for off, n in reversed(dht):
+        mjpeg = mjpeg[:off] + mjpeg[off + n:]
+    out.append(("mjpeg-no-huffman-tables", mjpeg))
+    return out
+
+
+def _bits(n: int) -> int:
+    return int(n).bit_length()
+
+
+def lossless(img: np.ndarray, predictor: int = 1) -> bytes:
+    """A lossless (SOF3) JPEG of an (h, w) or (h, w, 3) uint8 image: Huffman-coded differences from the chosen
+    predictor (1: left, 2: above, ..., 7), 8-bit samples, no point transform; three components are named 'R',
+    'G', 'B', so decoders take them as RGB (no colour transform). Neither Pillow nor libjpeg-turbo 2.x write
+    these; decoders with libjpeg-turbo 3 (torchvision 0.29, Pillow 13) read them."""
+    a = np.asarray(img, dtype=np.int64)
+    if a.ndim == 2:
+        a = a[:, :, None]
+    h, w, nc = a.shape
+    # the standard luminance DC table (ITU T.81 K.3): categories 0..11, enough for 8-bit differences
+    counts = [0, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0]
+    values = list(range(12))
+    codes, code, k = {}, 0, 0
+    for length in range(1, 17):
+        for _ in range(counts[length - 1]):
+            codes[values[k]] = (code, length)
+            code += 1
+            k += 1
+        code <<= 1
+    # predictions, as T.81 H.1.2.1: the first row from the left, the first column from above
+    pred = np.zeros_like(a)
+    pad = np.zeros((h + 1, w + 1, nc), dtype=np.int64)
+    pad[1:, 1:] = a
+    ra, rb, rc = pad[1:, :-1], pad[:-1, 1:], pad[:-1, :-1]
+    formula = {1: ra, 2: rb, 3: rc, 4: ra + rb - rc, 5: ra + ((rb - rc) >> 1), 6: rb + ((ra - rc) >> 1),
+               7: (ra + rb) >> 1}[predictor]
+    pred[:] = formula
+    pred[0, :] = ra[0, :]
+    pred[:, 0] = rb[:, 0]
+    pred[0, 0] = 128
+    diff = (a - pred + 32768) % 65536 - 32768
+    bits, nbits = 0, 0
+    out = bytearray()
+
+    def put(value: int, length: int) -> None:
+        nonlocal bits, nbits
+        bits = (bits << length) | (value & ((1 << length) - 1))
+        nbits += length
+        while nbits >= 8:
+            byte = (bits >> (nbits - 8)) & 0xFF
+            out.append(byte)
+            if byte == 0xFF:
+                out.append(0x00)
+            nbits -= 8
+        bits &= (1 << nbits) - 1
+
+    for d in diff.reshape(-1).tolist():
+        cat = _bits(abs(d))
+        code, length = codes[cat]
+        put(code, length)
+        if cat:
+            put(d if d > 0 else d - 1, cat)
+    if nbits:
+        put((1 << (8 - nbits)) - 1, 8 - nbits)
+    ids = [0x52, 0x47, 0x42] if nc == 3 else [1]
+    sof = bytes([8]) + h.to_bytes(2, "big") + w.to_bytes(2, "big") + bytes([nc])
+    sof += b"".join(bytes([i, 0x11, 0]) for i in ids)
+    dht = bytes([0x00]) + bytes(counts) + bytes(values)
+    sos = bytes([nc]) + b"".join(bytes([i, 0x00]) for i in ids) + bytes([predictor, 0, 0])
+
+    def seg(marker: int, body: bytes) -> bytes:
+        return bytes([0xFF, marker]) + (len(body) + 2).to_bytes(2, "big") + body
+
+    return b"\xff\xd8" + seg(0xC3, sof) + seg(0xC4, dht) + seg(0xDA, sos) + bytes(out) + b"\xff\xd9"

@@ -279,3 +279,26 @@ def test_bad_file_in_a_bytes_column_names_its_path_or_is_dropped():
     assert list(got["path"]) == ["ok-a.jpg", "ok-d.jpg"] and got["id"].tolist() == [0, 3]
     want = stage({"bytes": _column([rows[0], rows[3]]), "path": paths[[0, 3]]})["bytes"]
     np.testing.assert_array_equal(got["bytes"], want)
+
+
+def test_a_damaged_row_decodes_with_a_warning_and_strict_refuses_it(monkeypatch):
+    """A JPEG with junk bytes before a marker (libjpeg warns; decode_jpeg and Pillow decode it) keeps its row,
+    named once; strict=True makes it a bad row; stage.report counts both."""
+    from tensorops import _decode_ops
+
+    monkeypatch.setattr(_decode_ops, "_WARNED", set())
+    data, decoded = _jpegs(3)
+    sos = data[0].index(b"\xff\xda")
+    junk = data[0][:sos] + b"\x00\x00\x00" + data[0][sos:]
+    rows, paths = _column([junk, data[1]]), _column(["junk-a.jpg", "ok-b.jpg"])
+    stage = tensorops.ray.ResizedCropMirrorNormalize(SIZE, MEAN, STD, train=False, column="bytes")
+    with pytest.warns(RuntimeWarning, match=r"junk-a\.jpg.*libjpeg warned"):
+        got = stage({"bytes": rows, "path": paths})
+    want = stage({"bytes": _column(data[:2]), "path": paths})  # the same pixels: the junk is skipped
+    np.testing.assert_array_equal(got["bytes"], want["bytes"])
+    assert stage.report == {"warned": 1, "fallback": 0, "dropped": 0}
+    strict = tensorops.ray.ResizedCropMirrorNormalize(SIZE, MEAN, STD, train=False, column="bytes", strict=True,
+                                                      on_error="drop")
+    with pytest.warns(RuntimeWarning, match=r"dropped path='junk-a\.jpg'.*extraneous bytes"):
+        got = strict({"bytes": rows, "path": paths})
+    assert list(got["path"]) == ["ok-b.jpg"] and strict.report == {"warned": 0, "fallback": 0, "dropped": 1}

@@ -8,8 +8,13 @@
 //    inner pixels equal a full decode's), decoded into this thread's buffer; the sample's address is set so that
 //    full-image coordinates land in that buffer, and the row pass resamples it as it would the full image.
 // Samples given as 3-d uint8 HWC tensors (decoded elsewhere: PNG, WebP, a build without libjpeg) are resampled
-// in place. Errors are collected per sample and raised after the pass, the lowest sample first.
+// in place. Errors are collected per sample and raised after the pass, the lowest sample first. A libjpeg warning
+// is not an error (unless strict): the sample decodes as decode_jpeg decodes it, and where the warning came
+// from a partial decode, the sample is decoded again with every column and every row above its region (no crop,
+// no skip), so nothing of the partial decode's machinery touches a damaged file's values. Each sample's status
+// (decode_report.h) is the op's second output.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -20,12 +25,48 @@
 
 #include "tensorops/checks.h"
 #include "tensorops/crop_mirror_normalize_host.h"
+#include "tensorops/decode_report.h"
 #include "tensorops/jpeg.h"
 #include "tensorops/resize_host.h"
 #include "resize_cpu.h"
 
 namespace tensorops {
+namespace decode_report {
+std::vector<Note>& last() {
+  thread_local std::vector<Note> notes;
+  return notes;
+}
+
 namespace {
+std::atomic<int64_t> g_redecodes{0};
+}
+int64_t whole_row_redecodes() { return g_redecodes.load(std::memory_order_relaxed); }
+}  // namespace decode_report
+
+namespace {
+
+using decode_report::kFailed;
+using decode_report::kOk;
+using decode_report::kUnsupported;
+using decode_report::kWarned;
+
+// What happened to each sample: a status (decode_report.h) and, unless kOk, the text that says why.
+struct Outcomes {
+  std::vector<int8_t> status;
+  std::vector<std::string> text;
+  explicit Outcomes(size_t n = 0) : status(n, kOk), text(n) {}
+  bool failed(int64_t n) const { return status[n] == kFailed || status[n] == kUnsupported; }
+  void set(int64_t n, int rc, const char* message) {
+    status[n] = rc == jpeg::kUnsupported ? kUnsupported : kFailed;
+    text[n] = message;
+  }
+  void warned(int64_t n, const char* message) {
+    if (status[n] == kOk) {
+      status[n] = kWarned;
+      text[n] = message;
+    }
+  }
+};
 
 // Decoding an image costs about as much as moving this many bytes per pixel (1.2 ms for a 500x375 photo on
 // one core against parallel.h's ~16 GB/s of traffic): the policy's measure of the work.
@@ -33,13 +74,14 @@ constexpr int64_t kDecodeBytesPerPixel = 64;
 
 class JpegSource final : public resize_cpu::SampleSource {
  public:
-  JpegSource(at::TensorList data, std::vector<jpeg::Info> infos, std::vector<int> denoms, int64_t max_pixels)
+  JpegSource(at::TensorList data, std::vector<jpeg::Info> infos, std::vector<int> denoms, int64_t max_pixels,
+             bool strict, Outcomes outcomes)
       : data_(data), infos_(std::move(infos)), denoms_(std::move(denoms)), max_pixels_(max_pixels),
-        errors_(data.size()) {}
+        strict_(strict), outcomes_(std::move(outcomes)) {}
 
   bool prepare(int64_t n, resize::Sample& s, int64_t y0, int64_t y1, int64_t x0, int64_t x1,
                std::vector<uint8_t>& scratch) override {
-    if (!errors_[n].empty()) return false;  // its header failed
+    if (outcomes_.failed(n)) return false;  // its header failed
     if (data_[n].dim() == 3) return true;  // decoded elsewhere: described in place
     const jpeg::Info& info = infos_[n];
     if (y1 <= y0 || x1 <= x0) return true;  // nothing readable: every output is fill
@@ -50,16 +92,20 @@ class JpegSource final : public resize_cpu::SampleSource {
     r.x0 = std::max<int64_t>(x0 - 1, 0);
     r.x1 = std::min<int64_t>(x1 + 1, jpeg::scaled(info.width, r.denom));
     r.max_pixels = max_pixels_;
-    const size_t need = jpeg::capacity_for(info, r.y0, r.y1, r.x0, r.x1);
-    if (scratch.size() < need) scratch.resize(need);
-    r.buffer = scratch.data();
-    r.capacity = scratch.size();
+    r.strict = strict_;
     char message[jpeg::kMessageBytes] = {0};
-    const at::Tensor& d = data_[n];
-    if (jpeg::decode_region(d.const_data_ptr<uint8_t>(), static_cast<size_t>(d.numel()), info, &r, message) != 0) {
-      errors_[n] = message;
+    int rc = decode(n, r, scratch, message);
+    const bool partial = r.y0 > 0 || r.dx0 > 0 || r.width < jpeg::scaled(info.width, r.denom);
+    if (rc == jpeg::kOk && r.warnings > 0 && partial) {  // again, with nothing skipped or cropped
+      r.whole_rows = true;
+      rc = decode(n, r, scratch, message);
+      decode_report::g_redecodes.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (rc != jpeg::kOk) {
+      outcomes_.set(n, rc, message);
       return false;
     }
+    if (r.warnings > 0) outcomes_.warned(n, message);
     int64_t stride = r.stride;
     if (info.components == 4) {  // CMYK rows to RGB, packed at 3 bytes a pixel in the same rows
       for (int64_t y = 0; y < r.y1 - r.y0; ++y) jpeg::cmyk_to_rgb(scratch.data() + y * r.stride, r.width);
@@ -77,20 +123,30 @@ class JpegSource final : public resize_cpu::SampleSource {
     return data_[n].dim() == 3 ? 0 : pixels * kDecodeBytesPerPixel;
   }
 
-  std::vector<std::string>& errors() { return errors_; }
+  const Outcomes& outcomes() const { return outcomes_; }
 
  private:
+  int decode(int64_t n, jpeg::Region& r, std::vector<uint8_t>& scratch, char* message) {
+    const size_t need = jpeg::capacity_for(infos_[n], r);
+    if (scratch.size() < need) scratch.resize(need);
+    r.buffer = scratch.data();
+    r.capacity = scratch.size();
+    const at::Tensor& d = data_[n];
+    return jpeg::decode_region(d.const_data_ptr<uint8_t>(), static_cast<size_t>(d.numel()), infos_[n], &r, message);
+  }
+
   at::TensorList data_;
   std::vector<jpeg::Info> infos_;
   std::vector<int> denoms_;  // per sample: decoded at scale 1/denom
   int64_t max_pixels_;
-  std::vector<std::string> errors_;  // per sample: "" or why it failed
+  bool strict_;
+  Outcomes outcomes_;  // per sample (each written by the one thread that prepares it)
 };
 
 // The samples' headers and descriptions: a JPEG is described by its header (its address is set when it is
 // decoded); a failed header gets a size that holds its box, so the box checks pass (its output is fill).
-std::vector<cmn::Sample> describe(at::TensorList data, const at::Tensor& boxes, int64_t max_pixels,
-                                  std::vector<jpeg::Info>& infos, std::vector<std::string>& errors) {
+std::vector<cmn::Sample> describe(at::TensorList data, const at::Tensor& boxes, int64_t max_pixels, bool strict,
+                                  std::vector<jpeg::Info>& infos, Outcomes& outcomes) {
   const int64_t N = static_cast<int64_t>(data.size());
   TENSOROPS_CHECK_VALUE(N > 0, "data", "is an empty list");
   TENSOROPS_CHECK_VALUE(boxes.device().is_cpu() && boxes.scalar_type() == at::kDouble && boxes.dim() == 2 &&
@@ -101,7 +157,7 @@ std::vector<cmn::Sample> describe(at::TensorList data, const at::Tensor& boxes, 
   const double* b = bx.const_data_ptr<double>();
   std::vector<cmn::Sample> samples(N);
   infos.assign(N, jpeg::Info{});
-  errors.assign(N, std::string());
+  outcomes = Outcomes(N);
   for (int64_t n = 0; n < N; ++n) {
     const at::Tensor& d = data[n];
     TENSOROPS_CHECK_TYPE(d.scalar_type() == at::kByte && d.device().is_cpu(), "data", "[", n,
@@ -115,9 +171,11 @@ std::vector<cmn::Sample> describe(at::TensorList data, const at::Tensor& boxes, 
     }
     TENSOROPS_CHECK_VALUE(d.is_contiguous(), "data", "[", n, "] must be contiguous bytes");
     char message[jpeg::kMessageBytes] = {0};
-    if (jpeg::read_info(d.const_data_ptr<uint8_t>(), static_cast<size_t>(d.numel()), max_pixels, &infos[n],
-                        message) != 0) {
-      errors[n] = message;
+    const int rc = jpeg::read_info(d.const_data_ptr<uint8_t>(), static_cast<size_t>(d.numel()), max_pixels, strict,
+                                   &infos[n], message);
+    if (rc == jpeg::kOk && infos[n].warnings > 0) outcomes.warned(n, message);
+    if (rc != jpeg::kOk) {
+      outcomes.set(n, rc, message);
       s.H = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(b[4 * n] + b[4 * n + 2])));
       s.W = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(b[4 * n + 1] + b[4 * n + 3])));
     } else {
@@ -136,14 +194,13 @@ std::vector<cmn::Sample> describe(at::TensorList data, const at::Tensor& boxes, 
 // at which its box still covers the output size, and described as that scaled image, its box divided by d.
 // Returns the boxes in the decoded images' coordinates (`boxes` itself where every d is 1).
 at::Tensor reduce(std::vector<cmn::Sample>& samples, at::TensorList data, const std::vector<jpeg::Info>& infos,
-                  const std::vector<std::string>& errors, const at::Tensor& boxes, at::IntArrayRef size,
-                  std::vector<int>& denoms) {
+                  const Outcomes& outcomes, const at::Tensor& boxes, at::IntArrayRef size, std::vector<int>& denoms) {
   const int64_t N = static_cast<int64_t>(samples.size());
   denoms.assign(N, 1);
   at::Tensor scaled = boxes.clone();
   double* b = scaled.mutable_data_ptr<double>();
   for (int64_t n = 0; n < N; ++n) {
-    if (data[n].dim() != 1 || !errors[n].empty()) continue;
+    if (data[n].dim() != 1 || outcomes.failed(n)) continue;
     const double h = static_cast<double>(size[0]), w = static_cast<double>(size[1]);
     int d = 8;
     while (d > 1 && (b[4 * n + 2] < d * h || b[4 * n + 3] < d * w)) d /= 2;
@@ -161,29 +218,31 @@ at::Tensor decode_into(at::TensorList data, const at::Tensor& mean, const at::Te
                        const at::Tensor& mirror, at::IntArrayRef size, double scale, int64_t interpolation,
                        bool antialias, bool crop_first, at::ScalarType dtype, at::MemoryFormat memory_format,
                        int64_t channels, double fill, bool pad, int64_t max_pixels, bool skip_errors,
-                       bool reduced_scale, const at::Tensor* out, at::Tensor* result) {
+                       bool reduced_scale, bool strict, const at::Tensor* out, at::Tensor* result) {
+  decode_report::last().clear();
   std::vector<jpeg::Info> infos;
-  std::vector<std::string> header_errors;
-  std::vector<cmn::Sample> samples = describe(data, boxes, max_pixels, infos, header_errors);
+  Outcomes header;
+  std::vector<cmn::Sample> samples = describe(data, boxes, max_pixels, strict, infos, header);
   std::vector<int> denoms(data.size(), 1);
   const at::Tensor decoded_boxes =
-      reduced_scale ? reduce(samples, data, infos, header_errors, boxes.contiguous(), size, denoms) : boxes;
+      reduced_scale ? reduce(samples, data, infos, header, boxes.contiguous(), size, denoms) : boxes;
   const resize_host::Args a{mean, std, decoded_boxes, mirror, size, -1, interpolation, antialias, crop_first,
                             dtype, memory_format, channels, pad, out};
   resize_host::Setup r = resize_host::setup_described(std::move(samples), 3, data, a);
-  JpegSource source(data, std::move(infos), std::move(denoms), max_pixels);
-  source.errors() = std::move(header_errors);
+  JpegSource source(data, std::move(infos), std::move(denoms), max_pixels, strict, std::move(header));
   if (r.base.out.numel() > 0) resize_cpu::run_from(r, scale, fill, source);
-  const std::vector<std::string>& errors = source.errors();
-  const int64_t N = static_cast<int64_t>(errors.size());
-  at::Tensor failed = at::zeros({N}, at::kBool);
-  bool* f = failed.mutable_data_ptr<bool>();
+  const Outcomes& o = source.outcomes();
+  const int64_t N = static_cast<int64_t>(o.status.size());
+  at::Tensor status = at::empty({N}, at::kChar);
+  int8_t* st = status.mutable_data_ptr<int8_t>();
+  std::vector<decode_report::Note>& notes = decode_report::last();
   for (int64_t n = 0; n < N; ++n) {
-    f[n] = !errors[n].empty();
-    TENSOROPS_CHECK_VALUE(skip_errors || errors[n].empty(), "data", "sample ", n, ": ", errors[n]);
+    st[n] = o.status[n];
+    TENSOROPS_CHECK_VALUE(skip_errors || o.status[n] != kFailed, "data", "sample ", n, ": ", o.text[n]);
+    if (o.status[n] != kOk) notes.push_back({n, o.status[n], o.text[n]});
   }
   *result = cmn_host::result(r.base);
-  return failed;
+  return status;
 }
 
 std::tuple<at::Tensor, at::Tensor> decode_op(at::TensorList data, const at::Tensor& mean, const at::Tensor& std,
@@ -191,22 +250,23 @@ std::tuple<at::Tensor, at::Tensor> decode_op(at::TensorList data, const at::Tens
                                              double scale, int64_t interpolation, bool antialias, bool crop_first,
                                              at::ScalarType dtype, at::MemoryFormat memory_format, int64_t channels,
                                              double fill, bool pad, int64_t max_pixels, bool skip_errors,
-                                             bool reduced_scale) {
+                                             bool reduced_scale, bool strict) {
   at::Tensor result;
-  at::Tensor failed = decode_into(data, mean, std, boxes, mirror, size, scale, interpolation, antialias, crop_first,
+  at::Tensor status = decode_into(data, mean, std, boxes, mirror, size, scale, interpolation, antialias, crop_first,
                                   dtype, memory_format, channels, fill, pad, max_pixels, skip_errors, reduced_scale,
-                                  nullptr, &result);
-  return {result, failed};
+                                  strict, nullptr, &result);
+  return {result, status};
 }
 
 at::Tensor decode_op_out(at::TensorList data, const at::Tensor& mean, const at::Tensor& std, const at::Tensor& boxes,
                          const at::Tensor& mirror, at::IntArrayRef size, double scale, int64_t interpolation,
                          bool antialias, bool crop_first, at::ScalarType dtype, at::MemoryFormat memory_format,
                          int64_t channels, double fill, bool pad, int64_t max_pixels, bool skip_errors,
-                         bool reduced_scale, at::Tensor& out) {
+                         bool reduced_scale, bool strict, at::Tensor& out) {
   at::Tensor result;
   return decode_into(data, mean, std, boxes, mirror, size, scale, interpolation, antialias, crop_first, dtype,
-                     memory_format, channels, fill, pad, max_pixels, skip_errors, reduced_scale, &out, &result);
+                     memory_format, channels, fill, pad, max_pixels, skip_errors, reduced_scale, strict, &out,
+                     &result);
 }
 
 }  // namespace

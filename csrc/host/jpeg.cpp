@@ -17,6 +17,8 @@
 #include <csetjmp>
 // jpeglib.h needs size_t and FILE declared first
 #include <jpeglib.h>
+// the message codes (JERR_*, JWRN_*), after jpeglib.h
+#include <jerror.h>
 #endif
 
 namespace tensorops {
@@ -97,20 +99,42 @@ struct ErrorManager {
   jmp_buf jump;
   char* message;
   bool too_many_scans;
+  bool strict;       // warnings are errors
+  bool unsupported;  // the error says this libjpeg cannot decode this kind of JPEG (kUnsupported)
+  int warnings;      // warnings let pass (the first one's text is in message)
 };
+
+// Errors that mean "a kind of JPEG this build does not decode", not "corrupt": lossless and hierarchical
+// processes (SOF3, SOF5-7, ...), 12- and 16-bit samples, a coding left out at compile time, a feature
+// libjpeg-turbo cannot combine with cropping or scaling (lossless files in libjpeg-turbo 3).
+bool unsupported_kind(int code) {
+  return code == JERR_SOF_UNSUPPORTED || code == JERR_BAD_PRECISION || code == JERR_NOT_COMPILED ||
+         code == JERR_ARITH_NOTIMPL || code == JERR_NOTIMPL;
+}
 
 void on_error(j_common_ptr cinfo) {
   ErrorManager* e = reinterpret_cast<ErrorManager*>(cinfo->err);
-  if (e->too_many_scans)
+  if (e->too_many_scans) {
     std::snprintf(e->message, kMessageBytes, "the JPEG has more than %d scans", kMaxScans);
-  else
+  } else {
     (*cinfo->err->format_message)(cinfo, e->message);
+    e->unsupported = unsupported_kind(cinfo->err->msg_code);
+  }
   longjmp(e->jump, 1);
 }
 
-// Warnings (msg_level -1: corrupt data, a premature end of the file) are errors; trace messages are ignored.
+// Warnings (msg_level -1: corrupt data libjpeg resynchronises past, junk before a marker, a premature end of the
+// file) are counted and the first one kept, as libjpeg's own handler does (it prints the first one), so the
+// image decodes as decode_jpeg's and Pillow's do; with strict they are errors. Trace messages are ignored.
 void on_message(j_common_ptr cinfo, int level) {
-  if (level < 0) on_error(cinfo);
+  if (level >= 0) return;
+  ErrorManager* e = reinterpret_cast<ErrorManager*>(cinfo->err);
+  // Running out of data is an error for decode_jpeg (its source manager raises "Image is incomplete or
+  // truncated") and Pillow ("image file is truncated"): here too, strict or not.
+  if (e->strict || cinfo->err->msg_code == JWRN_JPEG_EOF) on_error(cinfo);
+  if (e->warnings == 0) (*cinfo->err->format_message)(cinfo, e->message);
+  ++e->warnings;
+  ++cinfo->err->num_warnings;
 }
 
 void on_progress(j_common_ptr cinfo) {
@@ -122,12 +146,15 @@ void on_progress(j_common_ptr cinfo) {
 }
 
 // What the frame sets up before jpeg_read_header.
-void prepare(jpeg_decompress_struct* cinfo, ErrorManager* err, char* message) {
+void prepare(jpeg_decompress_struct* cinfo, ErrorManager* err, bool strict, char* message) {
   cinfo->err = jpeg_std_error(&err->pub);
   err->pub.error_exit = on_error;
   err->pub.emit_message = on_message;
   err->message = message;
   err->too_many_scans = false;
+  err->strict = strict;
+  err->unsupported = false;
+  err->warnings = 0;
 }
 
 void start(jpeg_decompress_struct* cinfo, jpeg_progress_mgr* progress, const uint8_t* data, size_t size) {
@@ -160,21 +187,71 @@ int check_header(jpeg_decompress_struct* cinfo, int64_t max_pixels, Info* info, 
   return 0;
 }
 
+// Whether an end-of-image marker follows the first scan's header: a file cut short has none, and decode_jpeg and
+// Pillow refuse it, while a partial decode that stops above the cut would never notice. (0xFF 0xD9 cannot occur
+// inside entropy-coded data, where every 0xFF byte is followed by 0x00 or a restart marker's code; before the
+// scan it may, inside an EXIF thumbnail.)
+bool ends_with_eoi(const uint8_t* data, size_t size, size_t from) {
+  for (size_t i = from; i + 1 < size; ++i) {
+    const void* p = std::memchr(data + i, 0xFF, size - 1 - i);
+    if (p == nullptr) return false;
+    i = static_cast<size_t>(static_cast<const uint8_t*>(p) - data);
+    if (data[i + 1] == 0xD9) return true;
+  }
+  return false;
+}
+
+// The first column of a crop of columns [x0, x1) of the output, as jpeg_crop_scanline will align it (down to
+// the iMCU grid), moved one iMCU further left where the crop would otherwise leave a subsampled component
+// fewer than two samples wide. libjpeg-turbo then replaces that component's fancy upsampling by plain
+// replication, and the values differ from a full decode's: a box reading only column 0, or only the last column
+// of an image whose width is 2 more than a multiple of 16 (4:2:0, 4:2:2). A crop at least 2 * max_h_samp_factor
+// wide keeps every component at two samples or more (read_region widens it to the right where it can).
+int64_t crop_start(jpeg_decompress_struct* cinfo, int64_t x0) {
+#if JPEG_LIB_VERSION >= 70
+  const int64_t dct = cinfo->min_DCT_h_scaled_size;
+#else
+  const int64_t dct = cinfo->min_DCT_scaled_size;
+#endif
+  const bool single = cinfo->comps_in_scan == 1 && cinfo->num_components == 1;
+  const int64_t align = single ? dct : dct * cinfo->max_h_samp_factor;
+  int64_t left = x0 / align * align;
+  const int64_t need = 2 * cinfo->max_h_samp_factor, W = cinfo->output_width;
+  if (cinfo->max_h_samp_factor > 1 && W - left < need)
+    left = std::max<int64_t>(0, left - align * ((need - (W - left) + align - 1) / align));
+  return left;
+}
+
 // The rows of region r (the header read): 0, or 1 with `message` set. Errors inside libjpeg longjmp to frame().
 int read_region(jpeg_decompress_struct* cinfo, Region* r, char* message) {
   cinfo->scale_num = 1;
   cinfo->scale_denom = static_cast<unsigned int>(r->denom);
   jpeg_start_decompress(cinfo);
-  JDIMENSION x0 = static_cast<JDIMENSION>(r->x0), w = static_cast<JDIMENSION>(r->x1 - r->x0);
-  if (w < cinfo->output_width) jpeg_crop_scanline(cinfo, &x0, &w);
+  JDIMENSION x0 = 0, w = cinfo->output_width;
+  if (!r->whole_rows) {
+    const int64_t left = crop_start(cinfo, r->x0);
+    x0 = static_cast<JDIMENSION>(left);
+    w = static_cast<JDIMENSION>(std::max<int64_t>(r->x1, left + 2 * cinfo->max_h_samp_factor) - left);
+    w = std::min<JDIMENSION>(w, cinfo->output_width - x0);
+    if (x0 > 0 || w < cinfo->output_width) jpeg_crop_scanline(cinfo, &x0, &w);
+  }
   const size_t stride = static_cast<size_t>(w) * static_cast<size_t>(cinfo->output_components);
   const size_t rows = static_cast<size_t>(r->y1 - r->y0);
-  if (stride * rows > r->capacity) {
+  if (stride * std::max<size_t>(rows, 1) > r->capacity) {
     std::snprintf(message, kMessageBytes, "internal: the decoded region needs %zu bytes, %zu were reserved",
-                  stride * rows, r->capacity);
+                  stride * std::max<size_t>(rows, 1), r->capacity);
     return 1;
   }
-  if (r->y0 > 0) jpeg_skip_scanlines(cinfo, static_cast<JDIMENSION>(r->y0));
+  if (r->y0 > 0 && !r->whole_rows) jpeg_skip_scanlines(cinfo, static_cast<JDIMENSION>(r->y0));
+  for (size_t y = 0; r->whole_rows && y < static_cast<size_t>(r->y0);) {  // read and dropped: row 0's space
+    JSAMPROW row = r->buffer;
+    const JDIMENSION got = jpeg_read_scanlines(cinfo, &row, 1);
+    if (got == 0) {
+      std::snprintf(message, kMessageBytes, "the JPEG ended before row %zu", y);
+      return 1;
+    }
+    y += got;
+  }
   for (size_t y = 0; y < rows;) {
     JSAMPROW row = r->buffer + y * stride;
     const JDIMENSION got = jpeg_read_scanlines(cinfo, &row, 1);
@@ -214,21 +291,29 @@ int dc_only_components(jpeg_decompress_struct* cinfo, int* ids) {
 // region's rows, decoded at 1/region->denom scale. A progressive file at 1/8 with region->scratch is decoded
 // from a copy without the AC scans of the components whose IDCT reads only DC coefficients (drop_ac_scans), with
 // block smoothing off: libjpeg would otherwise guess the missing coefficients, as it never does for a whole file.
-int frame(const uint8_t* data, size_t size, int64_t max_pixels, Info* info, Region* r, char* message) {
+int frame(const uint8_t* data, size_t size, int64_t max_pixels, bool strict, Info* info, Region* r,
+          char* message) {
   jpeg_decompress_struct cinfo;
   ErrorManager err;
   jpeg_progress_mgr progress;
   int ids[kMaxComponents];
   size_t filtered = 0;
-  prepare(&cinfo, &err, message);
+  prepare(&cinfo, &err, strict, message);
   if (setjmp(err.jump)) {
     jpeg_destroy_decompress(&cinfo);
-    return 1;
+    return err.unsupported ? kUnsupported : kError;
   }
   jpeg_create_decompress(&cinfo);
   start(&cinfo, &progress, data, size);
   jpeg_read_header(&cinfo, TRUE);
   int rc = check_header(&cinfo, max_pixels, info, message);
+  info->warnings = err.warnings;
+  if (rc == 0 && r != nullptr &&
+      !ends_with_eoi(data, size, static_cast<size_t>(cinfo.src->next_input_byte - data))) {
+    std::snprintf(message, kMessageBytes, "the JPEG ends before its end-of-image marker: a file cut short (%zu bytes)",
+                  size);
+    rc = 1;
+  }
   if (rc == 0 && r != nullptr && r->denom == 8 && r->scratch != nullptr && cinfo.progressive_mode) {
     const int n_ids = dc_only_components(&cinfo, ids);
     filtered = n_ids > 0 ? drop_ac_scans(data, size, ids, n_ids, r->scratch) : 0;
@@ -237,11 +322,15 @@ int frame(const uint8_t* data, size_t size, int64_t max_pixels, Info* info, Regi
       start(&cinfo, &progress, r->scratch, filtered);
       jpeg_read_header(&cinfo, TRUE);
       rc = check_header(&cinfo, max_pixels, info, message);
+      info->warnings = err.warnings;
       cinfo.do_block_smoothing = FALSE;
       g_dc_scan_decodes.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  if (rc == 0 && r != nullptr) rc = read_region(&cinfo, r, message);
+  if (rc == 0 && r != nullptr) {
+    rc = read_region(&cinfo, r, message);
+    r->warnings = err.warnings - info->warnings;  // those of the image data (the header's are info's)
+  }
   jpeg_destroy_decompress(&cinfo);  // the rows below a region are never decoded
   return rc;
 }
@@ -257,6 +346,14 @@ bool dc_scans_enabled() {
 
 int64_t dc_scan_decodes() { return g_dc_scan_decodes.load(std::memory_order_relaxed); }
 
+const char* kinds() {
+#ifdef D_ARITH_CODING_SUPPORTED
+  return "8-bit baseline, extended and progressive; Huffman and arithmetic coding";
+#else
+  return "8-bit baseline, extended and progressive; Huffman coding";
+#endif
+}
+
 const char* version() {
 #ifdef LIBJPEG_TURBO_VERSION
 #define TENSOROPS_STR2(x) #x
@@ -267,18 +364,20 @@ const char* version() {
 #endif
 }
 
-int read_info(const uint8_t* data, size_t size, int64_t max_pixels, Info* info, char* message) {
+int read_info(const uint8_t* data, size_t size, int64_t max_pixels, bool strict, Info* info, char* message) {
   if (size == 0) {
     std::snprintf(message, kMessageBytes, "the data is empty");
-    return 1;
+    return kError;
   }
-  return frame(data, size, max_pixels, info, nullptr, message);
+  return frame(data, size, max_pixels, strict, info, nullptr, message);
 }
 
-size_t capacity_for(const Info& info, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
-  // jpeg_crop_scanline moves x0 down to the iMCU grid: at most 4 (sampling) x 8 (DCT) - 1 columns
-  const int64_t w = std::min<int64_t>(x1 - x0 + 32, info.width);
-  return static_cast<size_t>((y1 - y0) * w * info.components);
+size_t capacity_for(const Info& info, const Region& r) {
+  // jpeg_crop_scanline moves x0 down to the iMCU grid (at most 4 (sampling) x 8 (DCT) - 1 columns), crop_start
+  // at most one iMCU further, and the crop is at least 8 columns wide
+  const int64_t W = scaled(info.width, r.denom);
+  const int64_t w = r.whole_rows ? W : std::min<int64_t>(std::max<int64_t>(r.x1 - r.x0, 8) + 64, W);
+  return static_cast<size_t>(std::max<int64_t>(r.y1 - r.y0, 1) * w * info.components);
 }
 
 int decode_region(const uint8_t* data, size_t size, const Info& info, Region* region, char* message) {
@@ -292,7 +391,7 @@ int decode_region(const uint8_t* data, size_t size, const Info& info, Region* re
     scratch.reset(new (std::nothrow) uint8_t[size]);
     region->scratch = scratch.get();  // nullptr when out of memory: the whole file is decoded
   }
-  const int rc = frame(data, size, region->max_pixels, &seen, region, message);
+  const int rc = frame(data, size, region->max_pixels, region->strict, &seen, region, message);
   region->scratch = nullptr;
   if (rc == 0 && (seen.height != info.height || seen.width != info.width || seen.components != info.components)) {
     std::snprintf(message, kMessageBytes, "internal: the header changed between reads");
@@ -306,7 +405,7 @@ int decode_region(const uint8_t* data, size_t size, const Info& info, Region* re
 namespace {
 int unavailable(char* message) {
   std::snprintf(message, kMessageBytes, "tensorops was built without libjpeg-turbo");
-  return 1;
+  return kError;
 }
 }  // namespace
 
@@ -314,8 +413,9 @@ bool available() { return false; }
 bool dc_scans_enabled() { return false; }
 int64_t dc_scan_decodes() { return 0; }
 const char* version() { return ""; }
-int read_info(const uint8_t*, size_t, int64_t, Info*, char* message) { return unavailable(message); }
-size_t capacity_for(const Info&, int64_t, int64_t, int64_t, int64_t) { return 0; }
+const char* kinds() { return ""; }
+int read_info(const uint8_t*, size_t, int64_t, bool, Info*, char* message) { return unavailable(message); }
+size_t capacity_for(const Info&, const Region&) { return 0; }
 int decode_region(const uint8_t*, size_t, const Info&, Region*, char* message) { return unavailable(message); }
 
 #endif

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import os
-import warnings
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
 from torch.utils.data import default_collate
 
+from tensorops import _decode_ops
 from tensorops._checks import where
 from tensorops.crop_mirror_normalize import crop_mirror_normalize
 from tensorops.data import boxes as _boxes
@@ -147,11 +147,16 @@ class ResizedCropMirrorNormalizeCollate(Seeded):
                  resize_size: Optional[int] = None, interpolation: Any = "bilinear", antialias: bool = True,
                  mirror_prob: float = 0.5, generator: Optional[torch.Generator] = None, dim: int = -3,
                  dtype: Optional[torch.dtype] = None, memory_format: torch.memory_format = torch.contiguous_format,
-                 pad_channels: Optional[int] = None, fill: float = 0.0, on_error: str = "raise") -> None:
+                 pad_channels: Optional[int] = None, fill: float = 0.0, on_error: str = "raise",
+                 strict: bool = False) -> None:
         self._common(_RFN, size, mirror_prob, generator)
         if on_error not in ("raise", "drop"):
             raise ValueError(f"{_RFN}on_error must be \"raise\" or \"drop\", got {on_error!r}")
-        self.on_error = on_error
+        if not isinstance(strict, bool):
+            raise TypeError(f"{_RFN}strict must be a bool, got {strict!r}")
+        self.on_error, self.strict = on_error, strict
+        # encoded samples this process decoded despite libjpeg warnings, through the fallback decoder, or dropped
+        self.report = {"warned": 0, "fallback": 0, "dropped": 0}
         if not (len(scale) == 2 and 0 < scale[0] <= scale[1]):
             raise ValueError(f"{_RFN}scale must be (min, max) with 0 < min <= max, got {scale!r}")
         if not (len(ratio) == 2 and 0 < ratio[0] <= ratio[1]):
@@ -221,7 +226,8 @@ class ResizedCropMirrorNormalizeCollate(Seeded):
 
     def _decode(self, items: List[Any], labels: List[Any]) -> Tuple[torch.Tensor, Any]:
         """Encoded samples: :func:`decode_encoded` with this collate's boxes; dropped samples take their labels."""
-        named = [os.fspath(it) if isinstance(it, (str, os.PathLike)) else f"batch index {k}"
+        named = [os.fspath(it) if isinstance(it, (str, os.PathLike)) else
+                 _decode_ops.Unnamed(f"batch index {k}")
                  for k, it in enumerate(items)]
         batch, kept = decode_encoded(self, items, named, self.boxes, _RFN)
         if kept is None:
@@ -239,14 +245,17 @@ def decode_encoded(collate: ResizedCropMirrorNormalizeCollate, items: Sequence[A
     in errors and warnings, ``where_`` the caller.
 
     Returns ``(batch, kept)``: ``kept`` is None when every sample is in the batch. With ``collate.on_error ==
-    "drop"`` a sample that cannot be read or decoded leaves the batch, with one warning per name, and ``kept``
-    lists the indices of the others (a batch of no good sample is an empty batch)."""
+    "drop"`` a sample that cannot be read or decoded leaves the batch, with one warning per file (named by its
+    path, else by its batch index and a digest of its bytes: another file at the same batch position is another
+    file), and ``kept`` lists the indices of the others (a batch of no good sample is an empty batch).
+    ``collate.report`` counts, in this process, the files decoded despite libjpeg warnings, those decoded by the
+    fallback decoder and those dropped."""
     from tensorops import io
-    from tensorops.decode import decode_resized_crop_mirror_normalize
+    from tensorops.decode import decode_with_status
 
     data: List[Any] = []
     sizes: List[Tuple[int, int]] = []
-    bad: List[Tuple[int, str]] = []
+    why: dict = {}
     for k, it in enumerate(items):
         try:
             d = io.read_file(os.fspath(it)) if isinstance(it, (str, os.PathLike)) else it
@@ -254,25 +263,33 @@ def decode_encoded(collate: ResizedCropMirrorNormalizeCollate, items: Sequence[A
         except (OSError, ValueError) as e:
             if collate.on_error == "raise":
                 raise ValueError(f"{where_}sample {k} ({names[k]}): {e}") from None
-            bad.append((k, str(e)))
-            d, H, W = b"", 1, 1
+            why[k] = str(e)
+            d, H, W = (it if not isinstance(it, (str, os.PathLike)) else b""), 1, 1
         data.append(d)
         sizes.append((H, W))
     boxes, mirror = draw(sizes)  # every sample draws, failed or not: the same stream either way
     c = collate
-    kwargs = dict(size=c.size, boxes=boxes, mirror=mirror, interpolation=c.interpolation, antialias=c.antialias,
-                  dtype=c.dtype, memory_format=c.memory_format, pad_channels=c.pad_channels, fill=c.fill,
-                  out_of_bounds="pad", crop_first=c.train, paths=list(names))
-    if c.on_error == "raise":
-        return decode_resized_crop_mirror_normalize(data, c.mean, c.std, **kwargs), None
-    batch, failed = decode_resized_crop_mirror_normalize(data, c.mean, c.std, on_error="fill", **kwargs)
-    for k, why in bad:
-        failed[k] = True
-    for k in failed.nonzero().flatten().tolist():
-        _warn_once(names[k], f"{where_}dropped {names[k]}: it cannot be decoded"
-                   + next((f" ({why})" for j, why in bad if j == k), ""))
-    if not failed.any():
+    decode_data = [b"" if k in why else d for k, d in enumerate(data)]
+    batch, status, texts = decode_with_status(
+        decode_data, c.mean, c.std, size=c.size, boxes=boxes, mirror=mirror, interpolation=c.interpolation,
+        antialias=c.antialias, dtype=c.dtype, memory_format=c.memory_format, pad_channels=c.pad_channels,
+        fill=c.fill, out_of_bounds="pad", crop_first=c.train, paths=list(names), strict=c.strict,
+        on_error="raise" if c.on_error == "raise" else "fill")
+    for k in why:
+        status[k] = _decode_ops.FAILED
+    c.report["warned"] += int((status == _decode_ops.WARNED).sum())
+    c.report["fallback"] += int((status == _decode_ops.FALLBACK).sum())
+    failed = status == _decode_ops.FAILED
+    if not bool(failed.any()):
         return batch, None
+    c.report["dropped"] += int(failed.sum())
+    for k in failed.nonzero().flatten().tolist():
+        unnamed = isinstance(names[k], _decode_ops.Unnamed)
+        raw = _decode_ops.as_bytes(data[k], k) if unnamed else torch.empty(0, dtype=torch.uint8)
+        name = f"{names[k]} (bytes {_decode_ops.digest(raw)})" if unnamed else names[k]
+        reason = why.get(k) or texts.get(k, "")
+        _decode_ops.report_once("dropped", k, names, raw,
+                                f"{where_}dropped {name}: it cannot be decoded" + (f" ({reason})" if reason else ""))
     keep = (~failed).nonzero().flatten()
     return batch.index_select(0, keep), keep.tolist()
 
@@ -284,12 +301,3 @@ def _encoded(item: Any) -> bool:
     if isinstance(item, torch.Tensor):
         return item.dim() == 1 and item.dtype == torch.uint8
     return isinstance(item, np.ndarray) and item.ndim == 1 and item.dtype == np.uint8
-
-
-_WARNED: set = set()
-
-
-def _warn_once(key: str, message: str) -> None:
-    if key not in _WARNED:
-        _WARNED.add(key)
-        warnings.warn(message, RuntimeWarning, stacklevel=3)
