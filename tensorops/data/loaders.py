@@ -112,7 +112,9 @@ class NormalizingLoader:
             return {**batch, self.image_key: images}
         items = list(batch)
         items[self.image_key] = images
-        return tuple(items) if isinstance(batch, tuple) else items
+        if isinstance(batch, tuple):  # a namedtuple stays one (its fields by position, as _make takes them)
+            return type(batch)._make(items) if hasattr(type(batch), "_make") else tuple(items)
+        return items
 
     def _normalize(self, images: torch.Tensor) -> torch.Tensor:
         return normalize(images, self.mean, self.std, dtype=self.dtype, memory_format=self.memory_format)
