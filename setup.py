@@ -99,11 +99,13 @@ def find_libjpeg():
     jpeg_crop_scanline and jpeg_skip_scanlines, the partial decode), or (None, None, why not).
 
     Looked up in $TENSOROPS_LIBJPEG_DIR (a prefix with include/ and lib/), $CONDA_PREFIX, then /usr and
-    /usr/local (Debian/Ubuntu: apt install libjpeg-dev or libjpeg-turbo8-dev). TENSOROPS_LIBJPEG=0 builds
-    without it: the decode op then decodes through torchvision or PIL (and warns once)."""
+    /usr/local (Debian/Ubuntu: apt install libjpeg-dev or libjpeg-turbo8-dev); of those found, the first of
+    version 3.0 or later is taken (it decodes more kinds of JPEG), else the first. TENSOROPS_LIBJPEG=0 builds
+    without it: the decode op then decodes through PIL (and warns once)."""
     if os.environ.get("TENSOROPS_LIBJPEG", "").strip() == "0":
         return None, None, "TENSOROPS_LIBJPEG=0"
     prefixes = [os.environ.get("TENSOROPS_LIBJPEG_DIR"), os.environ.get("CONDA_PREFIX"), "/usr", "/usr/local"]
+    found = []
     for prefix in filter(None, prefixes):
         header = os.path.join(prefix, "include", "jpeglib.h")
         if not os.path.isfile(header):
@@ -129,7 +131,11 @@ def find_libjpeg():
         if libdir is None:
             log(f"{header} found but no libjpeg.so under {prefix}/lib*")
             continue
-        return os.path.join(prefix, "include"), libdir, version
+        found.append((os.path.join(prefix, "include"), libdir, version))
+    if found:
+        def major(v):
+            return int(v.split(".")[0]) if v[:1].isdigit() else 0
+        return next((f for f in found if major(f[2]) >= 3), found[0])
     return None, None, "no jpeglib.h with libjpeg-turbo's partial decode in " + ", ".join(filter(None, prefixes))
 
 
@@ -227,7 +233,7 @@ def main() -> None:
         ext_modules=[ext],
         cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
         python_requires=">=3.10",
-        install_requires=["torch>=2.4", "numpy"],
+        install_requires=["torch>=2.4", "numpy", "pillow"],  # Pillow: the decode op's fallback decoder
         extras_require={"torchvision": torchvision_extra(torch.__version__), "ray": ray_extra(torch.__version__),
                         "docs": DOCS_EXTRA},
         zip_safe=False,
