@@ -191,13 +191,10 @@ int check_header(jpeg_decompress_struct* cinfo, int64_t max_pixels, Info* info, 
 // Pillow refuse it, while a partial decode that stops above the cut would never notice. (0xFF 0xD9 cannot occur
 // inside entropy-coded data, where every 0xFF byte is followed by 0x00 or a restart marker's code; before the
 // scan it may, inside an EXIF thumbnail.)
+// Searched from the end, where the marker almost always is (a few bytes before it when junk follows the image).
 bool ends_with_eoi(const uint8_t* data, size_t size, size_t from) {
-  for (size_t i = from; i + 1 < size; ++i) {
-    const void* p = std::memchr(data + i, 0xFF, size - 1 - i);
-    if (p == nullptr) return false;
-    i = static_cast<size_t>(static_cast<const uint8_t*>(p) - data);
-    if (data[i + 1] == 0xD9) return true;
-  }
+  for (size_t i = size; i >= from + 2; --i)
+    if (data[i - 2] == 0xFF && data[i - 1] == 0xD9) return true;
   return false;
 }
 
