@@ -5,6 +5,9 @@ torch's own (resizable, shareable, picklable)."""
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -74,9 +77,16 @@ def test_it_stays_within_its_bounds_and_releases():
     del outs
     s = _stats()
     assert 1 <= s["cached_blocks"] <= MAX_BLOCKS and s["cached_bytes"] <= MAX_BYTES
-    tensorops._extension._C.batch_cache_release()
+    tensorops.empty_cache()
     s = _stats()
     assert s["cached_blocks"] == 0 and s["cached_bytes"] == 0
+
+
+def test_empty_cache_without_the_extension_does_nothing():
+    code = "import tensorops; assert not tensorops.is_compiled(); tensorops.empty_cache(); print('ok')"
+    env = {**os.environ, "TENSOROPS_DISABLE_EXTENSION": "1"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]
 
 
 def test_small_outputs_do_not_use_it():
