@@ -200,8 +200,8 @@ def view_batch_cache_rss(path: str, result: Dict[str, Any]) -> Table:
         rows.append([str(e["epoch"]), f"{e['main_rss_mib']:.1f}", str(mid["workers"]), f"{mid['workers_rss_mib']:.0f}",
                      f"{mid['workers_rss_anon_mib']:.0f}", f"{mid['workers_pss_mib']:.0f}",
                      f"{c.get('hits', '-')} / {c.get('misses', '-')}"])
-    return ["epoch", "main VmRSS after it", "workers", "workers' VmRSS", "workers' RssAnon", "workers' Pss",
-            "main cache hits / misses"], rows
+    return ["epoch", "main VmRSS after it (MiB)", "workers", "workers' VmRSS (MiB)", "workers' RssAnon (MiB)",
+            "workers' Pss (MiB)", "main cache hits / misses"], rows
 
 
 VIEWS: Dict[str, Callable[[str, Dict[str, Any]], Table]] = {
