@@ -18,7 +18,8 @@ files give. tests/test_docs.py runs the check, so a results file and the text th
 
 Views: ``table`` (a harness JSON: every row, eager / torch.compile / tensorops and their ratios),
 ``vs_torchvision`` (a resized_crop_mirror_normalize JSON: tensorops against torchvision v2 per image),
-``loader`` (a ``benchmarks.pipeline`` JSON: DataLoader images/s per path), ``headline`` (the README's table:
+``loader`` (a ``benchmarks.pipeline`` JSON: DataLoader images/s per path), ``batch_cache_rss`` (a
+``benchmarks.batch_cache_rss`` JSON: resident memory per epoch), ``headline`` (the README's table:
 the rows of HEADLINE, from several files). Each block starts with the run's machine, torch, date and commit
 from the JSON's ``meta``.
 """
@@ -190,8 +191,22 @@ def view_headline(paths: Sequence[str], results: Sequence[Dict[str, Any]]) -> Ta
     return ["what", *COLUMNS], rows
 
 
+def view_batch_cache_rss(path: str, result: Dict[str, Any]) -> Table:
+    """A ``benchmarks.batch_cache_rss`` JSON: per epoch, the main process's VmRSS after it, and at its middle the
+    sums over the live workers (MiB), and the main process's cache hits / misses so far."""
+    rows = []
+    for e in result["epochs"]:
+        mid, c = e["mid_epoch"], e.get("main_cache") or {}
+        rows.append([str(e["epoch"]), f"{e['main_rss_mib']:.1f}", str(mid["workers"]), f"{mid['workers_rss_mib']:.0f}",
+                     f"{mid['workers_rss_anon_mib']:.0f}", f"{mid['workers_pss_mib']:.0f}",
+                     f"{c.get('hits', '-')} / {c.get('misses', '-')}"])
+    return ["epoch", "main VmRSS after it (MiB)", "workers", "workers' VmRSS (MiB)", "workers' RssAnon (MiB)",
+            "workers' Pss (MiB)", "main cache hits / misses"], rows
+
+
 VIEWS: Dict[str, Callable[[str, Dict[str, Any]], Table]] = {
-    "table": view_table, "vs_torchvision": view_vs_torchvision, "decode": view_decode, "loader": view_loader}
+    "table": view_table, "vs_torchvision": view_vs_torchvision, "decode": view_decode, "loader": view_loader,
+    "batch_cache_rss": view_batch_cache_rss}
 
 
 # ---- rendering -------------------------------------------------------------------------------------------------

@@ -39,12 +39,14 @@ PyObject* build_info(PyObject*, PyObject*) {
 // cpu_isa() -> "avx512" | "avx2" | "base": the build of the CPU loops in use (cpu_isa.h; TENSOROPS_CPU_ISA caps it).
 PyObject* cpu_isa(PyObject*, PyObject*) { return PyUnicode_FromString(tensorops::cpu_isa_name()); }
 
-// batch_cache_stats() -> dict; batch_cache_release(): the cache of large CPU outputs (batch_cache.h).
+// batch_cache_stats() -> dict; batch_cache_release() (tensorops.empty_cache()): the cache of large CPU outputs
+// (batch_cache.h).
 PyObject* batch_cache_stats(PyObject*, PyObject*) {
   const tensorops::batch_cache::Stats s = tensorops::batch_cache::stats();
-  return Py_BuildValue("{s:L,s:L,s:L,s:L}", "hits", static_cast<long long>(s.hits), "misses",
+  return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L}", "hits", static_cast<long long>(s.hits), "misses",
                        static_cast<long long>(s.misses), "cached_blocks", static_cast<long long>(s.cached_blocks),
-                       "cached_bytes", static_cast<long long>(s.cached_bytes));
+                       "cached_bytes", static_cast<long long>(s.cached_bytes), "evicted",
+                       static_cast<long long>(s.evicted), "trimmed", static_cast<long long>(s.trimmed));
 }
 
 PyObject* batch_cache_release(PyObject*, PyObject*) {
@@ -99,9 +101,11 @@ PyMethodDef methods[] = {
     {"parallel_stats", tensorops::parallel_stats, METH_NOARGS,
      "parallel_stats(): what the CPU thread policy (csrc/include/tensorops/parallel.h) decided in this process."},
     {"batch_cache_stats", batch_cache_stats, METH_NOARGS,
-     "batch_cache_stats(): hits, misses and what the cache of large CPU outputs holds (batch_cache.h)."},
+     "batch_cache_stats(): this process's hits, misses, what the cache of large CPU outputs holds, and the blocks "
+     "its budget evicted and its idle trim gave back (batch_cache.h)."},
     {"batch_cache_release", batch_cache_release, METH_NOARGS,
-     "batch_cache_release(): gives every block the cache of large CPU outputs holds back to the system."},
+     "batch_cache_release(): gives every block the cache of large CPU outputs holds back to the system "
+     "(tensorops.empty_cache())."},
     {"decode_notes", decode_notes, METH_NOARGS,
      "decode_notes(): [(sample, status, text)] of the last decode op call on this thread (decode_report.h)."},
     {"decode_whole_row_redecodes", decode_whole_row_redecodes, METH_NOARGS,

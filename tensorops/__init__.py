@@ -8,12 +8,13 @@ from tensorops.stack_chunk import chunk, stack
 from tensorops.crop_mirror_normalize import crop_mirror_normalize
 from tensorops.resized_crop_mirror_normalize import resized_crop_mirror_normalize
 from tensorops.decode import decode_resized_crop_mirror_normalize
+from tensorops.batch_cache import empty_cache
 from tensorops import data, io
 
 __all__ = [
     "__version__", "build_info", "is_compiled", "normalize", "Normalize", "clamp", "clamp_", "clip_grad_value_",
     "cat", "split", "stack", "chunk", "crop_mirror_normalize",
-    "resized_crop_mirror_normalize", "decode_resized_crop_mirror_normalize", "data", "io",
+    "resized_crop_mirror_normalize", "decode_resized_crop_mirror_normalize", "empty_cache", "data", "io",
 ]
 
 
