@@ -89,6 +89,10 @@ struct State {
   // what the policy decided, for benchmarks and tests (parallel_stats() in py_entry.cpp)
   std::atomic<int64_t> parallel_passes{0}, serial_passes{0}, probes{0}, costly_regions{0};
   std::atomic<int64_t> descheduled_ns{0};  // the callers' shares' wall time beyond their CPU time, in all
+  std::atomic<int64_t> recorded_regions{0};  // regions whose timings were recorded (record_region)
+  // Test hook (tensorops._C._force_thread_policy): 0 the policy decides (2), 1 one thread, 2 all of torch's
+  // threads. Part (1) and the one-thread cases still apply.
+  std::atomic<int> forced{0};
 };
 inline State& state() {
   static State s;
@@ -126,6 +130,7 @@ inline void record_region(int n, int64_t share_ns, int64_t share_cpu_ns, int64_t
     ran = share_cpu_ns;
   }
   const int64_t ratio = lost * kRatioOne / (ran > 1000 ? ran : 1000);
+  s.recorded_regions.fetch_add(1, std::memory_order_relaxed);
   const uint32_t k = s.next_slot.fetch_add(1, std::memory_order_relaxed) % kRecentRatios;
   s.recent[k].store(ratio, std::memory_order_relaxed);
   const int64_t gap = s.probe_gap_ns.load(std::memory_order_relaxed);
@@ -147,6 +152,11 @@ inline int threads_for(int64_t bytes) {
   if (n <= 1 || at::in_parallel_region()) return 1;
   using namespace parallel_detail;
   State& s = state();
+  const int forced = s.forced.load(std::memory_order_relaxed);
+  if (forced == 1 || forced == 2) {  // the test hook
+    (forced == 1 ? s.serial_passes : s.parallel_passes).fetch_add(1, std::memory_order_relaxed);
+    return forced == 1 ? 1 : n;
+  }
   if (recent_ratio() <= paying_ratio(n)) {
     s.parallel_passes.fetch_add(1, std::memory_order_relaxed);
     return n;
