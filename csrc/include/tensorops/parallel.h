@@ -59,8 +59,9 @@
 //    its last chunk, and when quiet it was slower than torch's spinning OpenMP threads.
 //
 // With one intra-op thread (torch.set_num_threads(1), which DataLoader workers set) or inside another
-// parallel region nothing is parallel and no thread is woken. Work that runs on one thread gets one slot
-// (threads_for() == 1), so per-thread buffers are sized by the decision, not by the thread count.
+// parallel region nothing is parallel and no thread is woken. Reductions keep no per-thread buffers: their
+// partial sums follow fixed chunks of the index range (cpu_loop.h, cpu_for_each_chunk), so that their bits
+// depend neither on the thread count nor on this policy's decisions.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -198,9 +199,6 @@ void run_on(int threads, int64_t begin, int64_t end, const F& f) {
   if (done > 0)
     record_region(threads, done - start, start_cpu >= 0 && cpu_done >= 0 ? cpu_done - start_cpu : -1, now_ns() - done);
 }
-
-// The slot of per-thread buffers for the current task of run_on(threads, ...): 0 when it runs on one thread.
-inline int thread_slot(int threads) { return threads <= 1 ? 0 : at::get_thread_num(); }
 
 // The policy and the run in one: f(begin, end) over [begin, end), a pass that moves `bytes` in all.
 template <typename F>
