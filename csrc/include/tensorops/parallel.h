@@ -59,9 +59,12 @@
 //    its last chunk, and when quiet it was slower than torch's spinning OpenMP threads.
 //
 // With one intra-op thread (torch.set_num_threads(1), which DataLoader workers set) or inside another
-// parallel region nothing is parallel and no thread is woken. Reductions keep no per-thread buffers: their
-// partial sums follow fixed chunks of the index range (cpu_loop.h, cpu_for_each_chunk), so that their bits
-// depend neither on the thread count nor on this policy's decisions.
+// parallel region nothing is parallel and no thread is woken. A region whose range makes one task (at most one
+// grain: a one-image decode on 2 threads, a one-chunk reduction) runs inline on the caller's thread and is not
+// recorded: at::parallel_for would run it serially too, and its "wait" says nothing about threads (three
+// one-image decodes once moved the recent ratio from 58 to 535 and turned threads off). Reductions keep no
+// per-thread buffers: their partial sums follow fixed chunks of the index range (cpu_loop.h, cpu_for_each_chunk),
+// so that their bits depend neither on the thread count nor on this policy's decisions.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -174,18 +177,19 @@ inline int threads_for(int64_t bytes) {
   return n;
 }
 
-// f(begin, end) over [begin, end): on the caller's thread when threads == 1, else split evenly over torch's
-// threads with at::parallel_for, timing the caller's share and its wait at the end for the policy.
+// f(begin, end) over [begin, end): on the caller's thread when threads == 1 or when the range makes only one
+// task (at most one grain), else split evenly over torch's threads with at::parallel_for, timing the caller's
+// share and its wait at the end for the policy. Only regions that ran on threads are recorded.
 template <typename F>
 void run_on(int threads, int64_t begin, int64_t end, const F& f) {
   if (begin >= end) return;
-  if (threads <= 1) {
+  const int64_t grain = threads <= 1 ? end - begin : (end - begin + threads - 1) / threads;
+  if (end - begin <= grain) {  // one task: nothing to wait for, nothing to learn about threads
     f(begin, end);
     return;
   }
   using namespace parallel_detail;
   std::atomic<int64_t> caller_done{0}, caller_cpu_done{-1};
-  const int64_t grain = (end - begin + threads - 1) / threads;
   const int64_t start = now_ns(), start_cpu = thread_cpu_ns();
   at::parallel_for(begin, end, grain, [&](int64_t b, int64_t e) {
     f(b, e);
