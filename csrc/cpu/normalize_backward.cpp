@@ -32,22 +32,26 @@ using sum_t = double;
 // One run whose statistics entry is fixed (per-channel statistics along a row or a plane), grad and input
 // contiguous: grad_input = g * a (WantGi: a in the accumulation type, as the forward's), and the run's sums of g
 // and g * y, y = x * ad + bd in double, added to *sum_g and *sum_gy (WantSums). kLanes independent double sums
-// (vectorizable without reassociating one sum), added up in lane order at the end of the run.
+// (vectorizable without reassociating one sum), added up in lane order at the end of the run. grad_input is a
+// fresh tensor (restrict), and its stores sit in a loop of their own: GCC (x86-64 baseline, -fopt-info-vec)
+// vectorized nothing of one loop doing both, and without restrict not the stores. Float32, (32, 3, 224, 224),
+// one thread: 3.0 ms as scalar code (main: 13.5 ms, one float sum per thread scattered by entry), 3.0 ms
+// vectorized with SSE2 (throughput-bound on the conversions and double arithmetic; 16 lanes: 2.9 ms).
 template <typename g_t, typename in_t, typename acc_t, bool WantGi, bool WantSums>
-void backward_run_fixed(const g_t* g, const in_t* x, in_t* gi, int64_t n, acc_t a, sum_t ad, sum_t bd,
-                        sum_t* sum_g, sum_t* sum_gy) {
+void backward_run_fixed(const g_t* __restrict__ g, const in_t* __restrict__ x, in_t* __restrict__ gi, int64_t n,
+                        acc_t a, sum_t ad, sum_t bd, sum_t* sum_g, sum_t* sum_gy) {
   constexpr int64_t kLanes = 8;
   sum_t lg[kLanes] = {}, lgy[kLanes] = {};
   int64_t t = 0;
   if (WantSums) {
     for (; t + kLanes <= n; t += kLanes) {
-#pragma GCC ivdep
+      if (WantGi) {
+        for (int64_t j = 0; j < kLanes; ++j) gi[t + j] = static_cast<in_t>(static_cast<acc_t>(g[t + j]) * a);
+      }
       for (int64_t j = 0; j < kLanes; ++j) {
-        const acc_t gv = static_cast<acc_t>(g[t + j]);
-        if (WantGi) gi[t + j] = static_cast<in_t>(gv * a);
-        const sum_t y = math::normalize_apply(static_cast<sum_t>(x[t + j]), ad, bd);
-        lg[j] += static_cast<sum_t>(gv);
-        lgy[j] += static_cast<sum_t>(gv) * y;
+        const sum_t gv = static_cast<sum_t>(static_cast<acc_t>(g[t + j]));
+        lg[j] += gv;
+        lgy[j] += gv * math::normalize_apply(static_cast<sum_t>(x[t + j]), ad, bd);
       }
     }
   }
@@ -56,14 +60,12 @@ void backward_run_fixed(const g_t* g, const in_t* x, in_t* gi, int64_t n, acc_t 
     tg += lg[j];
     tgy += lgy[j];
   }
-#pragma GCC ivdep
   for (; t < n; ++t) {
     const acc_t gv = static_cast<acc_t>(g[t]);
     if (WantGi) gi[t] = static_cast<in_t>(gv * a);
     if (WantSums) {
-      const sum_t y = math::normalize_apply(static_cast<sum_t>(x[t]), ad, bd);
       tg += static_cast<sum_t>(gv);
-      tgy += static_cast<sum_t>(gv) * y;
+      tgy += static_cast<sum_t>(gv) * math::normalize_apply(static_cast<sum_t>(x[t]), ad, bd);
     }
   }
   if (WantSums) {
