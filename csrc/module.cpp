@@ -16,6 +16,7 @@ PyObject* normalize_fast(PyObject*, PyObject*);
 PyObject* clamp_fast(PyObject*, PyObject*);
 PyObject* native_below(PyObject*, PyObject*);
 PyObject* parallel_stats(PyObject*, PyObject*);
+PyObject* force_thread_policy(PyObject*, PyObject*);
 }  // namespace tensorops
 
 // ----- build information ----------------------------------------------------------------------------------
@@ -100,6 +101,9 @@ PyMethodDef methods[] = {
      "native_below(): the element counts below which clamp_fast runs torch.clamp (csrc/include/tensorops/crossover.h)."},
     {"parallel_stats", tensorops::parallel_stats, METH_NOARGS,
      "parallel_stats(): what the CPU thread policy (csrc/include/tensorops/parallel.h) decided in this process."},
+    {"_force_thread_policy", tensorops::force_thread_policy, METH_O,
+     "_force_thread_policy(mode): test hook; 0 the CPU thread policy decides, 1 one thread, 2 all threads. "
+     "Returns the previous mode."},
     {"batch_cache_stats", batch_cache_stats, METH_NOARGS,
      "batch_cache_stats(): this process's hits, misses, what the cache of large CPU outputs holds, and the blocks "
      "its budget evicted and its idle trim gave back (batch_cache.h)."},

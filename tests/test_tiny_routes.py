@@ -330,3 +330,29 @@ def test_a_quiet_machine_turns_threads_back_on_within_two_regions(policy_probe):
     assert busy[0] > paying and busy[1] > 100_000_000  # threads off, probes backed off past their 100 ms minimum
     assert after_one[0] > paying and after_one[1] == 0  # one good region: still off, but the next pass probes
     assert after_two[0] <= paying and after_two[1] == 100_000_000  # two: threads on, probes at their minimum again
+
+
+def test_a_one_task_region_is_not_recorded():
+    # parallel.h's run_on: with threads granted (forced here by the test hook), a range that makes one task (a
+    # one-chunk reduction; a one-image decode) runs inline and leaves the policy's recorded ratios alone; the same
+    # pass on a larger tensor (a dozen chunks) is a region of threads, and is recorded
+    op = torch.ops.tensorops.clamp_backward.default
+    lo = torch.zeros(1, 3, 1, 1, dtype=torch.float64)
+    one_chunk = torch.randn(3, 128, 128, dtype=torch.float64)  # 49k elements, 1.2 MB of traffic: threads granted
+    many = torch.randn(8, 3, 128, 128, dtype=torch.float64)
+    old_n, old_mode = torch.get_num_threads(), _C()._force_thread_policy(2)
+    torch.set_num_threads(2)
+    try:
+        before = _C().parallel_stats()
+        for _ in range(3):
+            op(one_chunk, one_chunk, lo[0], None, [True, True, False])
+        after_one = _C().parallel_stats()
+        op(many, many, lo, None, [True, True, False])
+        after_many = _C().parallel_stats()
+    finally:
+        torch.set_num_threads(old_n)
+        _C()._force_thread_policy(old_mode)
+    assert after_one["parallel_passes"] == before["parallel_passes"] + 3  # threads were granted
+    assert after_one["recorded_regions"] == before["recorded_regions"]
+    assert after_one["recent_wait_ratio_1024"] == before["recent_wait_ratio_1024"]
+    assert after_many["recorded_regions"] == after_one["recorded_regions"] + 1

@@ -1,7 +1,8 @@
 // clamp on the CPU, backward (the forward passes and the registration of the family's CPU ops are in clamp.cpp;
 // two translation units, so that a parallel build compiles them at once). One pass (threads as tensorops/parallel.h
 // decides) over a strided plan (bounds broadcast by 0 strides, never expanded in memory) writes grad_input and sums
-// the bounds' gradients into buffers indexed by the bound's entry, one per thread used, reduced at the end. The
+// the bounds' gradients, in double, into buffers indexed by the bound's entry, one per fixed chunk of the elements
+// (cpu_loop.h's cpu_for_each_chunk: the same bits on any number of threads), added up in chunk order. The
 // gradient masks are math.h's; the inner loops (clamp_loops.h) are compiled for AVX-512, AVX2+FMA and baseline x86-64.
 // Every function in this file, headers included, is compiled without trapping floating-point math: with it,
 // GCC will not turn the gradient weights' chains of compares and selects into vector blends (it sinks a
@@ -66,8 +67,8 @@ struct BackwardRuns {
     return BackwardPath::kStrided;
   }
 
-  // One run: n elements from plan offsets off, the pointers at its start (gi null when not wanted), and this
-  // thread's gradient sums by bound entry (slo / shi, null when not wanted).
+  // One run: n elements from plan offsets off, the pointers at its start (gi null when not wanted), and its
+  // chunk's gradient sums by bound entry (slo / shi, null when not wanted).
   struct Segment {
     const int64_t* off;
     int64_t n;
@@ -145,15 +146,16 @@ struct BackwardRuns {
   }
 };
 
-// The bounds' gradients (contiguous, the bounds' shapes; null: not wanted) = the threads' buffers summed per entry.
+// The bounds' gradients (contiguous, the bounds' shapes; null: not wanted) = the chunks' partial buffers summed
+// per entry, in chunk order.
 template <typename scalar_t, typename sum_t>
-void reduce_bound_sums(const std::vector<sum_t>& sums, int nthreads, int64_t klo, int64_t khi, scalar_t* out_lo,
+void reduce_bound_sums(const std::vector<sum_t>& sums, int64_t partials, int64_t klo, int64_t khi, scalar_t* out_lo,
                        scalar_t* out_hi) {
   const int64_t K = klo + khi;
-  parallel_for_bytes(0, K, K * static_cast<int64_t>(nthreads * sizeof(sum_t) + sizeof(scalar_t)), [&](int64_t begin, int64_t end) {
+  parallel_for_bytes(0, K, K * static_cast<int64_t>(partials * sizeof(sum_t) + sizeof(scalar_t)), [&](int64_t begin, int64_t end) {
     for (int64_t k = begin; k < end; ++k) {
       sum_t total = 0;
-      for (int th = 0; th < nthreads; ++th) total += sums[static_cast<size_t>(th) * K + k];
+      for (int64_t c = 0; c < partials; ++c) total += sums[static_cast<size_t>(c * K + k)];
       if (k < klo) {
         if (out_lo) out_lo[k] = static_cast<scalar_t>(total);
       } else if (out_hi) {
@@ -164,7 +166,7 @@ void reduce_bound_sums(const std::vector<sum_t>& sums, int nthreads, int64_t klo
 }
 
 // One pass that writes grad_input (gi, when given) and sums the bounds' gradients (want_sums) into buffers
-// indexed by the bound's entry, one per thread used, reduced at the end.
+// indexed by the bound's entry, one per fixed chunk, reduced at the end.
 template <typename scalar_t, bool HasLo, bool HasHi, bool ScalarBounds>
 void clamp_backward_pass(const at::Tensor& dense, const at::Tensor& grad, const at::Tensor& x, scalar_t* gi,
                          const scalar_t* lo, c10::IntArrayRef lo_idx, int64_t klo, const scalar_t* hi,
@@ -181,22 +183,29 @@ void clamp_backward_pass(const at::Tensor& dense, const at::Tensor& grad, const 
   for (int k = 0; k < 5; ++k) r.s[k] = p.strides[k][0];
   const BackwardPath path = r.path();
   const int64_t K = klo + khi;
-  // One buffer per thread the pass uses, unless every bound entry receives exactly one element (bounds as
-  // large as the output): then threads never share an entry, and one buffer avoids copies of a large bound.
   const int threads = threads_for(p.numel * static_cast<int64_t>((gi ? 3 : 2) * sizeof(scalar_t)));
-  const bool one_buffer = threads == 1 || ((!HasLo || klo == p.numel) && (!HasHi || khi == p.numel));
-  const int nthreads = one_buffer ? 1 : threads;
-  std::vector<sum_t> sums(want_sums ? static_cast<size_t>(nthreads) * K : 0, sum_t(0));
-  cpu_for_each_segment(p, threads, [&](const int64_t* off, int64_t n) {
-    sum_t* mine = want_sums ? sums.data() + (one_buffer ? 0 : static_cast<size_t>(thread_slot(threads)) * K) : nullptr;
-    either_switch(gi != nullptr, mine != nullptr, [&]<bool WantGi, bool WantSums>() {
-      r.template run<WantGi, WantSums>(path, off, n, HasLo ? mine : nullptr, HasHi && mine ? mine + klo : nullptr);
+  if (!want_sums) {  // nothing summed: the elements split evenly over the threads
+    if (gi == nullptr) return;
+    cpu_for_each_segment(p, threads, [&](const int64_t* off, int64_t n) {
+      r.template run<true, false>(path, off, n, nullptr, nullptr);
+    });
+    return;
+  }
+  // One buffer per fixed chunk, unless every bound entry receives exactly one element (bounds as large as the
+  // output): then chunks never share an entry, and one buffer avoids copies of a large bound.
+  const bool one_buffer = (!HasLo || klo == p.numel) && (!HasHi || khi == p.numel);
+  const int64_t chunks = reduction_chunks(p.numel, one_buffer ? 0 : K);
+  const int64_t partials = one_buffer ? 1 : chunks;
+  std::vector<sum_t> sums(static_cast<size_t>(partials * K), sum_t(0));
+  cpu_for_each_chunk(p, chunks, threads, [&](int64_t c, const int64_t* off, int64_t n) {
+    sum_t* mine = sums.data() + static_cast<size_t>(one_buffer ? 0 : c) * K;
+    bool_switch(gi != nullptr, [&](auto want_gi) {
+      r.template run<decltype(want_gi)::value, true>(path, off, n, HasLo ? mine : nullptr, HasHi ? mine + klo : nullptr);
     });
   });
-  if (want_sums)
-    reduce_bound_sums<scalar_t, sum_t>(sums, nthreads, klo, khi,
-                                       HasLo && grad_lo.numel() ? grad_lo.data_ptr<scalar_t>() : nullptr,
-                                       HasHi && grad_hi.numel() ? grad_hi.data_ptr<scalar_t>() : nullptr);
+  reduce_bound_sums<scalar_t, sum_t>(sums, partials, klo, khi,
+                                     HasLo && grad_lo.numel() ? grad_lo.data_ptr<scalar_t>() : nullptr,
+                                     HasHi && grad_hi.numel() ? grad_hi.data_ptr<scalar_t>() : nullptr);
 }
 
 }  // namespace

@@ -355,15 +355,28 @@ PyObject* native_below(PyObject* /*self*/, PyObject* /*args*/) {
 // parallel_stats() -> dict: what parallel.h's policy decided in this process (counts since start; the time the
 // callers were descheduled during their shares; the recent ratio of the time lost to the caller's own share, in
 // 1/1024ths, and the ratio up to which passes go parallel with torch's current thread count; the current probe
-// gap), for the benchmarks' JSON and the tests.
+// gap; how many regions were timed and recorded), for the benchmarks' JSON and the tests.
 PyObject* parallel_stats(PyObject* /*self*/, PyObject* /*args*/) {
   parallel_detail::State& s = parallel_detail::state();
   auto get = [](const std::atomic<int64_t>& a) { return static_cast<long long>(a.load(std::memory_order_relaxed)); };
-  return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "parallel_passes", get(s.parallel_passes),
+  return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "parallel_passes", get(s.parallel_passes),
                        "serial_passes", get(s.serial_passes), "probes", get(s.probes), "costly_regions",
                        get(s.costly_regions), "descheduled_ns", get(s.descheduled_ns),
                        "recent_wait_ratio_1024", static_cast<long long>(parallel_detail::recent_ratio()),
                        "paying_ratio_1024", static_cast<long long>(parallel_detail::paying_ratio(at::get_num_threads())),
-                       "probe_gap_ns", get(s.probe_gap_ns));
+                       "probe_gap_ns", get(s.probe_gap_ns), "recorded_regions", get(s.recorded_regions));
+}
+
+// _force_thread_policy(mode) -> the previous mode. A test hook: 0 lets parallel.h's policy decide (the default), 1
+// makes every pass that the policy would decide run on one thread, 2 on all of torch's intra-op threads (passes
+// below kParallelMinBytes, one intra-op thread, or inside a parallel region stay on one thread).
+PyObject* force_thread_policy(PyObject* /*self*/, PyObject* arg) {
+  const long mode = PyLong_AsLong(arg);
+  if (mode == -1 && PyErr_Occurred()) return nullptr;
+  if (mode < 0 || mode > 2) {
+    PyErr_SetString(PyExc_ValueError, "_force_thread_policy: mode must be 0 (the policy), 1 (one thread) or 2 (all)");
+    return nullptr;
+  }
+  return PyLong_FromLong(parallel_detail::state().forced.exchange(static_cast<int>(mode)));
 }
 }  // namespace tensorops

@@ -59,8 +59,12 @@
 //    its last chunk, and when quiet it was slower than torch's spinning OpenMP threads.
 //
 // With one intra-op thread (torch.set_num_threads(1), which DataLoader workers set) or inside another
-// parallel region nothing is parallel and no thread is woken. Work that runs on one thread gets one slot
-// (threads_for() == 1), so per-thread buffers are sized by the decision, not by the thread count.
+// parallel region nothing is parallel and no thread is woken. A region whose range makes one task (at most one
+// grain: a one-image decode on 2 threads, a one-chunk reduction) runs inline on the caller's thread and is not
+// recorded: at::parallel_for would run it serially too, and its "wait" says nothing about threads (three
+// one-image decodes once moved the recent ratio from 58 to 535 and turned threads off). Reductions keep no
+// per-thread buffers: their partial sums follow fixed chunks of the index range (cpu_loop.h, cpu_for_each_chunk),
+// so that their bits depend neither on the thread count nor on this policy's decisions.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -89,6 +93,10 @@ struct State {
   // what the policy decided, for benchmarks and tests (parallel_stats() in py_entry.cpp)
   std::atomic<int64_t> parallel_passes{0}, serial_passes{0}, probes{0}, costly_regions{0};
   std::atomic<int64_t> descheduled_ns{0};  // the callers' shares' wall time beyond their CPU time, in all
+  std::atomic<int64_t> recorded_regions{0};  // regions whose timings were recorded (record_region)
+  // Test hook (tensorops._C._force_thread_policy): 0 the policy decides (2), 1 one thread, 2 all of torch's
+  // threads. Part (1) and the one-thread cases still apply.
+  std::atomic<int> forced{0};
 };
 inline State& state() {
   static State s;
@@ -126,6 +134,7 @@ inline void record_region(int n, int64_t share_ns, int64_t share_cpu_ns, int64_t
     ran = share_cpu_ns;
   }
   const int64_t ratio = lost * kRatioOne / (ran > 1000 ? ran : 1000);
+  s.recorded_regions.fetch_add(1, std::memory_order_relaxed);
   const uint32_t k = s.next_slot.fetch_add(1, std::memory_order_relaxed) % kRecentRatios;
   s.recent[k].store(ratio, std::memory_order_relaxed);
   const int64_t gap = s.probe_gap_ns.load(std::memory_order_relaxed);
@@ -147,6 +156,11 @@ inline int threads_for(int64_t bytes) {
   if (n <= 1 || at::in_parallel_region()) return 1;
   using namespace parallel_detail;
   State& s = state();
+  const int forced = s.forced.load(std::memory_order_relaxed);
+  if (forced == 1 || forced == 2) {  // the test hook
+    (forced == 1 ? s.serial_passes : s.parallel_passes).fetch_add(1, std::memory_order_relaxed);
+    return forced == 1 ? 1 : n;
+  }
   if (recent_ratio() <= paying_ratio(n)) {
     s.parallel_passes.fetch_add(1, std::memory_order_relaxed);
     return n;
@@ -163,18 +177,19 @@ inline int threads_for(int64_t bytes) {
   return n;
 }
 
-// f(begin, end) over [begin, end): on the caller's thread when threads == 1, else split evenly over torch's
-// threads with at::parallel_for, timing the caller's share and its wait at the end for the policy.
+// f(begin, end) over [begin, end): on the caller's thread when threads == 1 or when the range makes only one
+// task (at most one grain), else split evenly over torch's threads with at::parallel_for, timing the caller's
+// share and its wait at the end for the policy. Only regions that ran on threads are recorded.
 template <typename F>
 void run_on(int threads, int64_t begin, int64_t end, const F& f) {
   if (begin >= end) return;
-  if (threads <= 1) {
+  const int64_t grain = threads <= 1 ? end - begin : (end - begin + threads - 1) / threads;
+  if (end - begin <= grain) {  // one task: nothing to wait for, nothing to learn about threads
     f(begin, end);
     return;
   }
   using namespace parallel_detail;
   std::atomic<int64_t> caller_done{0}, caller_cpu_done{-1};
-  const int64_t grain = (end - begin + threads - 1) / threads;
   const int64_t start = now_ns(), start_cpu = thread_cpu_ns();
   at::parallel_for(begin, end, grain, [&](int64_t b, int64_t e) {
     f(b, e);
@@ -188,9 +203,6 @@ void run_on(int threads, int64_t begin, int64_t end, const F& f) {
   if (done > 0)
     record_region(threads, done - start, start_cpu >= 0 && cpu_done >= 0 ? cpu_done - start_cpu : -1, now_ns() - done);
 }
-
-// The slot of per-thread buffers for the current task of run_on(threads, ...): 0 when it runs on one thread.
-inline int thread_slot(int threads) { return threads <= 1 ? 0 : at::get_thread_num(); }
 
 // The policy and the run in one: f(begin, end) over [begin, end), a pass that moves `bytes` in all.
 template <typename F>
