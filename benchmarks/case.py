@@ -7,7 +7,8 @@ The family modules (benchmarks/<bench>.py, named by ``tensorops.registry``) impo
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+import functools
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -119,3 +120,65 @@ def photo_like(height: int, width: int, generator: torch.Generator, channels: in
            + 0.03 * torch.randn(channels, height, width, generator=generator))
     return (img.clamp(0, 1) * 255).round().to(torch.uint8)
 
+
+
+# scikit-image's sample photographs that its wheel ships (skimage.data loads them without a network): the colour
+# photographs of scenes and things, as ImageNet's are, and three of other kinds that photo datasets also hold
+# (microscopy, a telescope's deep field, a retina's fundus image, with their dark backgrounds)
+REAL_PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "motorcycle", "immunohistochemistry",
+               "hubble_deep_field", "retina")
+
+
+def real_photo_sizes(n: int, seed: int = 0, lo: int = 300, hi: int = 500) -> List[Tuple[int, int]]:
+    """The (H, W) of ``real_photos(n, seed)``, without making them (cheap: listing a grid needs the sizes only):
+    each side in [lo, hi], aspect ratio between 3:4 and 4:3, as ImageNet's photos are (mostly 500x375,
+    375x500, 500x333)."""
+    g = torch.Generator().manual_seed(seed)
+    out: List[Tuple[int, int]] = []
+    while len(out) < n:
+        h, w = (int(v) for v in torch.randint(lo, hi + 1, (2,), generator=g))
+        if 3 * max(h, w) <= 4 * min(h, w):
+            out.append((h, w))
+    return out
+
+
+@functools.lru_cache(maxsize=4)
+def real_photos(n: int, seed: int = 0, quality: int = 90) -> Tuple[bytes, ...]:
+    """``n`` JPEG files of real photographs at ImageNet's sizes (``real_photo_sizes``), made deterministically
+    from ``seed``: image i is a crop of ``REAL_PHOTOS[i % 8]`` (scikit-image's sample photographs, 300x451 to
+    1411x1411) with the aspect ratio of its target size, its side 60-100% of the largest such crop and never
+    smaller than the target where the photograph allows (a downscale, as Flickr's 500-pixel copies of camera
+    photos are), at a random place, rescaled with Pillow's LANCZOS filter and encoded as ImageNet's files are:
+    baseline JPEG, quality 90, 4:2:0. Needs scikit-image (ImportError saying so without it)."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    try:
+        from skimage import data
+    except ImportError as e:
+        raise ImportError("the real-photo rows need scikit-image (pip install scikit-image): its wheel ships the "
+                          "sample photographs they are cut from") from e
+
+    def load(name: str) -> Image.Image:
+        arr = data.stereo_motorcycle()[0] if name == "motorcycle" else getattr(data, name)()
+        return Image.fromarray(np.ascontiguousarray(arr)).convert("RGB")
+
+    sources = [load(name) for name in REAL_PHOTOS]
+    g = torch.Generator().manual_seed(seed + 1000)
+    out = []
+    for i, (h, w) in enumerate(real_photo_sizes(n, seed)):
+        src = sources[i % len(sources)]
+        sw, sh = src.size
+        fit = min(sh, sw * h / w)  # the height of the largest crop with the target's aspect ratio
+        low = min(1.0, max(0.6, h / fit))
+        u = torch.rand(3, generator=g, dtype=torch.float64).tolist()
+        ch = fit * (low + (1.0 - low) * u[0])
+        cw = ch * w / h
+        top, left = (sh - ch) * u[1], (sw - cw) * u[2]
+        img = src.resize((w, h), Image.LANCZOS, box=(left, top, left + cw, top + ch))
+        buf = io.BytesIO()
+        img.save(buf, format="JPEG", quality=quality, subsampling="4:2:0")
+        out.append(buf.getvalue())
+    return tuple(out)

@@ -6,8 +6,10 @@ Native eager is what a torchvision v2 pipeline runs per image: ``decode_jpeg(mod
 ``torch.stack`` (evaluation: ``resize(256)`` + ``center_crop(224)``). Paired in the same rounds: the full decode
 followed by tensorops' resize (``decode_jpeg`` + ``resized_crop_mirror_normalize``: the same values bit for bit,
 so its ratio is what the partial decode and the fusion save) and Pillow's decode (``Image.open`` + ``convert``)
-followed by the same resize. The JPEGs are encoded once per row (quality 90) from ``photo_like`` images, which
-decode at about real ImageNet photos' speed; ``python -m benchmarks.decode --images DIR`` measures your files.
+followed by the same resize. The JPEGs are encoded once per row (quality 90) from ``photo_like`` images, and the
+real-photo rows take ``case.real_photos`` (scikit-image's sample photographs cropped and rescaled to ImageNet's
+sizes, quality 90, 4:2:0; skipped, saying so, without scikit-image); ``python -m benchmarks.decode --images DIR``
+measures your files.
 Bytes moved: the files read once and the float batch written once.
 """
 from __future__ import annotations
@@ -18,8 +20,8 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import torch
 
-from benchmarks.case import Bench, Case, photo_like
-from benchmarks.resized_crop_mirror_normalize import MEAN, ONE_STEP, STD, _params
+from benchmarks.case import Bench, Case, photo_like, real_photos
+from benchmarks.resized_crop_mirror_normalize import MEAN, ONE_STEP, REAL_LABEL, REAL_NOTES, STD, _params
 
 
 def encode_jpegs(sizes: Sequence[Tuple[int, int]], quality: int = 90, seed: int = 0,
@@ -139,29 +141,31 @@ def reduced_scale_distance(files: List[bytes], boxes: torch.Tensor, crop: int, c
     return f"reduced_scale vs exact (uint8 outputs): PSNR {psnr:.1f} dB, max {int((exact - fast).abs().max())} steps"
 
 
-def _case(n: int, lo: int, hi: int, crop: int, label: str, train: bool = True, progressive: bool = False) -> Case:
-    sizes, boxes, mirror, resize_size = _params(n, lo, hi, crop, train)
+def _case(n: int, lo: int, hi: int, crop: int, label: str, train: bool = True, progressive: bool = False,
+          real: bool = False) -> Case:
+    sizes, boxes, mirror, resize_size = _params(n, lo, hi, crop, train, real=real)
+    files = (lambda: list(real_photos(n))) if real else (lambda: encode_jpegs(sizes, progressive=progressive))
     reduced = hi > 1000  # large photos: the row also times the reduced-scale decode, and says how far it lands
     mode = "train" if train else "eval"
     how = "resized_crop (bilinear, antialias), horizontal_flip" if train else \
         f"resize({resize_size}, antialias), center_crop({crop})"
     return Case(
         op="decode_resized_crop_mirror_normalize",
-        series=f"decode_resized_crop_mirror_normalize jpeg->f32 {mode}",
-        case=label,
+        series=f"decode_resized_crop_mirror_normalize jpeg->f32 {mode}" + (" real photos" if real else ""),
+        case=REAL_LABEL if real else label,
         shape=f"{n}x JPEG ({lo}-{hi})^2 q90 4:2:0{' progressive' if progressive else ''} ->{crop}x{crop} {mode}",
         dtype="jpeg->f32",
         layout="NCHW",
         nbytes=None,  # the files' bytes + the batch's: the Bench counts them once it has encoded the files
-        make=_make(lambda: encode_jpegs(sizes, progressive=progressive), boxes, mirror, crop, train, resize_size,
-                   reduced),
+        make=_make(files, boxes, mirror, crop, train, resize_size, reduced),
         eager_expr=f"torchvision v2 per image: decode_jpeg(RGB), {how}, to_dtype(float32, scale=True), normalize; "
                    "torch.stack",
         compile_grids=(),  # decode_jpeg is an opaque op: torch.compile has nothing to fuse
         check_atol=ONE_STEP,
-        requires=("torchvision",),
-        notes="photo-like JPEGs encoded by the benchmark; checked within 1 uint8 step (torchvision rounds the "
-              "resized pixels to uint8); the decode_jpeg + tensorops column is bit-identical to tensorops",
+        requires=("torchvision", "skimage") if real else ("torchvision",),
+        notes=f"{REAL_NOTES if real else 'photo-like JPEGs encoded by the benchmark'}; checked within 1 uint8 step "
+              "(torchvision rounds the resized pixels to uint8); the decode_jpeg + tensorops column is "
+              "bit-identical to tensorops",
     )
 
 
@@ -170,6 +174,8 @@ def cases(device: torch.device, grid: str) -> List[Case]:
     if grid == "smoke":
         return [_case(2, 20, 28, 8, "tiny")]
     rows = [_case(32, 300, 500, 224, "imagenet"), _case(32, 300, 500, 224, "imagenet", train=False)]
+    # real photographs beside the photo-like ones (the synthetic files alone overstated the ratios: Performance)
+    rows += [_case(32, 300, 500, 224, "imagenet", train=t, real=True) for t in (True, False)]
     if grid == "full":  # the 2-12 MP photos of today's datasets, with the reduced-scale column (~20 s to encode)
         rows += [_case(8, 1400, 3500, 224, "2-12MP"), _case(8, 1400, 3500, 224, "2-12MP", train=False)]
         # progressive, as web images often are: reduced_scale at 1/8 then reads no luma AC scan (jpeg.h)

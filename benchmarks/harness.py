@@ -80,6 +80,13 @@ def collect_cases(device: torch.device, grid: str, ops: Sequence[str]) -> List[C
     return cases
 
 
+# how to get each optional package a row may need (Case.requires names the module)
+INSTALL = {
+    "torchvision": "pip install --no-build-isolation -e '.[torchvision]' adds the torchvision paired with your torch",
+    "skimage": "pip install scikit-image: its wheel ships the sample photographs the real-photo rows are cut from",
+}
+
+
 def missing_packages(case: Case) -> List[str]:
     """The optional packages ``case`` needs that are not installed (found without importing them)."""
     return [name for name in case.requires if importlib.util.find_spec(name) is None]
@@ -100,8 +107,8 @@ def drop_unavailable(plan: List[Tuple[torch.device, Case]], say: Callable[[str],
             kept.append((dev, case))
     records = []
     for (op, packages), count in skipped.items():
-        say(f"skipped {count} {op} row(s): they need {packages} (not installed; pip install "
-            f"--no-build-isolation -e '.[torchvision]' adds the torchvision paired with your torch)")
+        how = "; ".join(INSTALL.get(name, f"pip install {name}") for name in packages.split(","))
+        say(f"skipped {count} {op} row(s): they need {packages} (not installed; {how})")
         records.append({"op": op, "rows": count, "needs": packages})
     return kept, records
 

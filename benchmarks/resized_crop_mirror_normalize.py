@@ -1,6 +1,8 @@
-"""resized_crop_mirror_normalize benchmarks: decoded photo-like uint8 images of different sizes -> one resized,
-randomly mirrored, ImageNet-normalized float batch, as torchvision's training (RandomResizedCrop +
-RandomHorizontalFlip) and evaluation (Resize(256) + CenterCrop(224)) transforms make it.
+"""resized_crop_mirror_normalize benchmarks: decoded uint8 images of different sizes -> one resized, randomly
+mirrored, ImageNet-normalized float batch, as torchvision's training (RandomResizedCrop + RandomHorizontalFlip)
+and evaluation (Resize(256) + CenterCrop(224)) transforms make it. The images: synthetic photo-like ones
+(``case.photo_like``), and real photographs (``case.real_photos``: JPEGs of scikit-image's sample photos at
+ImageNet's sizes, decoded by ``decode_jpeg``; the rows need scikit-image and are skipped, saying so, without it).
 
 Native eager is the torchvision v2 composition run per image, then ``torch.stack``: ``resized_crop`` (bilinear,
 or bicubic in the bicubic row, antialias) [+ ``horizontal_flip``] + ``to_dtype(float32, scale=True)`` + ``normalize``; the evaluation rows run
@@ -18,7 +20,7 @@ from typing import List, Sequence, Tuple
 
 import torch
 
-from benchmarks.case import GRIDS, Bench, Case, photo_like
+from benchmarks.case import GRIDS, Bench, Case, photo_like, real_photo_sizes, real_photos
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -26,12 +28,16 @@ STD = (0.229, 0.224, 0.225)
 ONE_STEP = 1.0 / (255.0 * min(STD)) * 1.01
 
 
-def _params(n: int, lo: int, hi: int, crop: int, train: bool, seed: int = 0):
-    """(image sizes, boxes (n, 4) float64 of top, left, height, width, mirror (n,) bool), fixed per row."""
+def _params(n: int, lo: int, hi: int, crop: int, train: bool, seed: int = 0, real: bool = False):
+    """(image sizes, boxes (n, 4) float64 of top, left, height, width, mirror (n,) bool), fixed per row; ``real``:
+    the sizes of ``case.real_photos(n, seed)`` (each side in [lo, hi], aspect ratio 3:4 to 4:3)."""
     from tensorops.data import ResizedCropMirrorNormalizeCollate
 
-    g = torch.Generator().manual_seed(seed)
-    sizes = [tuple(int(v) for v in torch.randint(lo, hi + 1, (2,), generator=g)) for _ in range(n)]
+    if real:
+        sizes = real_photo_sizes(n, seed, lo, hi)
+    else:
+        g = torch.Generator().manual_seed(seed)
+        sizes = [tuple(int(v) for v in torch.randint(lo, hi + 1, (2,), generator=g)) for _ in range(n)]
     collate = ResizedCropMirrorNormalizeCollate(crop, MEAN, STD, train=train, resize_size=max(crop, int(crop / 0.875)),
                                                 generator=torch.Generator().manual_seed(seed + 1))
     boxes, mirror = collate.boxes(sizes)
@@ -45,17 +51,26 @@ LAYOUTS = {"hwc": "HWC memory (decode_jpeg)", "chw": "NCHW"}
 
 
 def _make(sizes: Sequence[Tuple[int, int]], boxes: torch.Tensor, mirror: torch.Tensor, crop: int, train: bool,
-          resize_size: int, interpolation: str, layout: str = "chw"):
+          resize_size: int, interpolation: str, layout: str = "chw", real: bool = False):
     def make(device: torch.device) -> Bench:
         import tensorops
+        from torchvision.io import ImageReadMode, decode_jpeg
         from torchvision.transforms.v2 import functional as F
 
         mode = F.InterpolationMode(interpolation)
 
-        g = torch.Generator().manual_seed(0)
-        images = [photo_like(H, W, g).to(device) for H, W in sizes]
-        if layout == "hwc":
-            images = [im.permute(1, 2, 0).contiguous().permute(2, 0, 1) for im in images]
+        if real:  # the real photographs' JPEGs, decoded as a pipeline decodes them: HWC memory
+            images = [decode_jpeg(torch.frombuffer(bytearray(f), dtype=torch.uint8), mode=ImageReadMode.RGB)
+                      for f in real_photos(len(sizes))]
+            assert [tuple(im.shape[1:]) for im in images] == [tuple(s) for s in sizes]
+            if layout == "chw":
+                images = [im.contiguous() for im in images]
+            images = [im.to(device) for im in images]
+        else:
+            g = torch.Generator().manual_seed(0)
+            images = [photo_like(H, W, g).to(device) for H, W in sizes]
+            if layout == "hwc":
+                images = [im.permute(1, 2, 0).contiguous().permute(2, 0, 1) for im in images]
         params = [tuple(int(v) for v in b) for b in boxes.tolist()]
         flips = mirror.tolist()
 
@@ -91,9 +106,16 @@ def _make(sizes: Sequence[Tuple[int, int]], boxes: torch.Tensor, mirror: torch.T
     return make
 
 
+# what the real-photo rows are called in the tables (their series end in " real photos")
+REAL_LABEL = "real photos (scikit-image)"
+REAL_NOTES = ("real photographs: scikit-image's sample photos cropped and rescaled to ImageNet's sizes (LANCZOS), "
+              "JPEG quality 90 4:2:0 (benchmarks.case.real_photos)")
+
+
 def _case(n: int, lo: int, hi: int, crop: int, label: str, train: bool = True,
-          compile_grids: Sequence[str] = GRIDS, interpolation: str = "bilinear", layout: str = "chw") -> Case:
-    sizes, boxes, mirror, resize_size = _params(n, lo, hi, crop, train)
+          compile_grids: Sequence[str] = GRIDS, interpolation: str = "bilinear", layout: str = "chw",
+          real: bool = False) -> Case:
+    sizes, boxes, mirror, resize_size = _params(n, lo, hi, crop, train, real=real)
     read = int(sum(round(float(h)) * round(float(w)) for h, w in boxes[:, 2:].tolist())) * 3
     numel = n * 3 * crop * crop
     mode = "train" if train else "eval"
@@ -106,18 +128,19 @@ def _case(n: int, lo: int, hi: int, crop: int, label: str, train: bool = True,
         op="resized_crop_mirror_normalize",
         series=f"resized_crop_mirror_normalize u8->f32 {mode}" + ("" if interpolation == "bilinear" else
                                                                   f" {interpolation}")
-        + ("" if layout == "chw" else f" {layout}"),
-        case=label,
+        + ("" if layout == "chw" else f" {layout}") + (" real photos" if real else ""),
+        case=REAL_LABEL if real else label,
         shape=f"{n}x list of (3,{lo}-{hi},{lo}-{hi})->{crop}x{crop} {mode}",
         dtype="u8->f32",
         layout=LAYOUTS[layout],
         nbytes=read + numel * 4,
-        make=_make(sizes, boxes, mirror, crop, train, resize_size, interpolation, layout),
+        make=_make(sizes, boxes, mirror, crop, train, resize_size, interpolation, layout, real),
         eager_expr=f"torchvision v2 per image: {how}, to_dtype(float32, scale=True), normalize; torch.stack",
         compile_grids=tuple(compile_grids),
         check_atol=steps * ONE_STEP,
-        requires=("torchvision",),
-        notes=f"photo-like images; checked within {steps} uint8 step(s) (torchvision rounds the resized pixels to uint8)",
+        requires=("torchvision", "skimage") if real else ("torchvision",),
+        notes=f"{REAL_NOTES if real else 'photo-like images'}; checked within {steps} uint8 step(s) (torchvision "
+              "rounds the resized pixels to uint8)",
     )
 
 
@@ -131,6 +154,10 @@ def cases(device: torch.device, grid: str) -> List[Case]:
         _case(32, 300, 500, 224, "imagenet", train=False, compile_grids=("full",), layout="hwc"),
         _case(32, 300, 500, 224, "imagenet", compile_grids=("full",)),
         _case(32, 300, 500, 224, "imagenet", train=False, compile_grids=("full",)),
+        # the same on real photographs (decoded JPEGs of scikit-image's sample photos at ImageNet's sizes): the
+        # synthetic images alone overstated the ratio (docs/guides/performance.rst says by how much, and why)
+        *(_case(32, 300, 500, 224, "imagenet", train=t, compile_grids=(), layout=lay, real=True)
+          for lay in ("hwc", "chw") for t in (True, False)),
         # bicubic evaluation (timm resizes bicubically for many models): Resize(256, bicubic) + CenterCrop(224)
         _case(32, 300, 500, 224, "imagenet", train=False, compile_grids=(), interpolation="bicubic"),
     ]

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import ast
+import io
 import json
 import subprocess
 import sys
@@ -243,6 +244,51 @@ def test_listing_the_grid_makes_no_inputs_and_lazy_rows_count_their_bytes(monkey
     bench = row.make(CPU)
     files = bench.args[0]
     assert bench.nbytes == sum(f.numel() for f in files) + len(files) * 3 * 8 * 8 * 4
+
+
+def test_real_photo_rows_sit_beside_the_photo_like_ones_and_need_scikit_image(monkeypatch, capsys):
+    """The quick grid times real photographs next to the synthetic ones (resize: HWC memory and CHW, train and
+    eval; decode: train and eval); listing it makes no photo, and without scikit-image the rows go, saying so."""
+    from benchmarks import decode
+    from benchmarks import resized_crop_mirror_normalize as rcmn
+
+    def fail(*a, **k):
+        pytest.fail("a real photo was made to list the grid")
+
+    monkeypatch.setattr(decode, "real_photos", fail)
+    monkeypatch.setattr(rcmn, "real_photos", fail)
+    grid = {bench: harness.module_cases(bench, CPU, "quick") for bench in ("resized_crop_mirror_normalize", "decode")}
+    real = {bench: [c for c in cases if c.series.endswith(" real photos")] for bench, cases in grid.items()}
+    assert {(c.layout, c.series.split()[2]) for c in real["resized_crop_mirror_normalize"]} == {
+        (lay, mode) for lay in rcmn.LAYOUTS.values() for mode in ("train", "eval")}
+    assert {c.series.split()[2] for c in real["decode"]} == {"train", "eval"}
+    rows = real["resized_crop_mirror_normalize"] + real["decode"]
+    assert all(c.case == "real photos (scikit-image)" and "skimage" in c.requires for c in rows)
+    for bench, cases in real.items():  # each beside the photo-like row of the same kind
+        assert all(any(o.series == c.series[: -len(" real photos")] for o in grid[bench]) for c in cases)
+    monkeypatch.setattr(harness.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "skimage" else object())
+    kept, skipped = harness.drop_unavailable([(CPU, c) for c in rows], print)
+    assert kept == [] and {r["needs"] for r in skipped} == {"skimage"}
+    assert "pip install scikit-image" in capsys.readouterr().out
+
+
+def test_real_photos_are_imagenet_sized_jpegs():
+    pytest.importorskip("skimage", reason="the real photographs come from scikit-image's sample data")
+    from PIL import Image
+
+    from benchmarks.case import real_photo_sizes, real_photos
+
+    sizes = real_photo_sizes(8)
+    assert sizes == real_photo_sizes(8) and len(set(sizes)) > 1
+    assert all(300 <= min(s) and max(s) <= 500 and 3 * max(s) <= 4 * min(s) for s in sizes)
+    files = real_photos(8)
+    assert files == real_photos(8)  # deterministic (and cached)
+    for f, (h, w) in zip(files, sizes):
+        im = Image.open(io.BytesIO(f))
+        assert im.format == "JPEG" and im.mode == "RGB" and im.size == (w, h)
+        assert [c[1:3] for c in im.layer] == [(2, 2), (1, 1), (1, 1)]  # 4:2:0
+        assert 0.5 < len(f) * 8 / (w * h) < 8  # bits per pixel of a photo, not of a flat or a noise image
 
 
 def _imports(path: Path):
