@@ -19,7 +19,8 @@ files give. tests/test_docs.py runs the check, so a results file and the text th
 Views: ``table`` (a harness JSON: every row, eager / torch.compile / tensorops and their ratios),
 ``vs_torchvision`` (a resized_crop_mirror_normalize JSON: tensorops against torchvision v2 per image),
 ``loader`` (a ``benchmarks.pipeline`` JSON: DataLoader images/s per path), ``batch_cache_rss`` (a
-``benchmarks.batch_cache_rss`` JSON: resident memory per epoch), ``headline`` (the README's table:
+``benchmarks.batch_cache_rss`` JSON: resident memory per epoch), ``photo_stats`` (a ``benchmarks.photo_stats``
+JSON: why synthetic and real photographs give different ratios), ``headline`` (the README's table:
 the rows of HEADLINE, from several files). Each block starts with the run's machine, torch, date and commit
 from the JSON's ``meta``.
 """
@@ -135,10 +136,19 @@ def view_table(path: str, result: Dict[str, Any]) -> Table:
     return cells[0], cells[2:]
 
 
+def case_name(row: Dict[str, Any], prefix: str) -> str:
+    """A row's series without the op's prefix and the words other columns say (the layout); the real-photo rows
+    (series ending in " real photos") say so by their case, "real photos (scikit-image)"."""
+    name = row["series"].replace(prefix, "").replace(" hwc", "")
+    if name.endswith(" real photos"):
+        return f"{name[:-len(' real photos')]}, {row['case']}"
+    return name
+
+
 def view_vs_torchvision(path: str, result: Dict[str, Any]) -> Table:
     rows = []
     for r in result["rows"]:
-        case = r["series"].replace("resized_crop_mirror_normalize ", "").replace(" hwc", "")
+        case = case_name(r, "resized_crop_mirror_normalize ")
         rows.append([case, r["layout"], fmt_time(r["eager_s"]), fmt_time(r["tensorops_s"]),
                      fmt_ratio(r["speedup_vs_eager"], r.get("speedup_vs_eager_spread"))])
     return ["case", "image layout", "torchvision v2 per image", "tensorops", "ratio (min-max)"], rows
@@ -150,7 +160,8 @@ def view_decode(path: str, result: Dict[str, Any]) -> Table:
     paired = ("decode_jpeg + tensorops resize", "PIL + tensorops resize", "DALI CPU", "tensorops reduced_scale")
     rows = []
     for r in result["rows"]:
-        cells = [r["series"].replace("decode_resized_crop_mirror_normalize jpeg->f32 ", "") + f" ({r['case']})",
+        name = case_name(r, "decode_resized_crop_mirror_normalize jpeg->f32 ")
+        cells = [name if r["series"].endswith(" real photos") else f"{name} ({r['case']})",
                  fmt_time(r["tensorops_s"]),
                  f"{fmt_time(r['eager_s'])}, {fmt_ratio(r['speedup_vs_eager'], r.get('speedup_vs_eager_spread'))}"]
         for name in paired:
@@ -180,6 +191,31 @@ def view_loader(path: str, result: Dict[str, Any]) -> Table:
     return ["mode", "workers"] + [f"({k}) {paths[k]}" for k in keys], rows
 
 
+def view_photo_stats(path: str, result: Dict[str, Any]) -> Table:
+    """A ``benchmarks.photo_stats`` JSON: per image set, what its files cost to entropy-decode and how the
+    ratios follow (medians of per-round quotients, min-max where the rounds disagree by more than 25%)."""
+    def ms(r: Dict[str, Any], key: str) -> str:
+        return f"{r['ms_per_image'][key]['median']:.2f}"
+
+    def ratio(sp: Dict[str, float]) -> str:
+        return fmt_ratio(sp["median"], sp)
+
+    rows = []
+    for r in result["sets"]:
+        ns = r["ns_per_pixel"]
+        rows.append([r["set"], f"{r['pixels'] / 1e3:.0f}k", f"{r['kb']:.1f}", f"{r['bits_per_pixel']:.2f}",
+                     f"{ns['decode_jpeg']['median']:.1f}", f"{ns['Pillow decode at 1/8']['median']:.1f}",
+                     f"{r['entropy_share_of_decode']['median']:.0%}",
+                     f"{r['decode_share_of_torchvision']['median']:.0%}",
+                     f"{ms(r, 'torchvision v2 resize')} / {ms(r, 'tensorops resize')}", ratio(r["resize_ratio"]),
+                     ms(r, "tensorops decode op"), ratio(r["decode_op_vs_decode_jpeg_resize"]),
+                     ratio(r["decode_op_vs_torchvision"])])
+    return ["images (32 JPEGs, q90 4:2:0)", "pixels per image", "KB per file", "bits per pixel",
+            "decode_jpeg ns/pixel", "1/8-scale decode ns/pixel (entropy decoding)", "1/8 decode / whole decode",
+            "decode share of torchvision v2", "resize ms/image: torchvision v2 / tensorops", "resize ratio",
+            "decode op ms/image", "decode op vs decode_jpeg + resize", "decode op vs torchvision v2"], rows
+
+
 def view_headline(paths: Sequence[str], results: Sequence[Dict[str, Any]]) -> Table:
     rows = []
     for d in headline_data():
@@ -206,7 +242,7 @@ def view_batch_cache_rss(path: str, result: Dict[str, Any]) -> Table:
 
 VIEWS: Dict[str, Callable[[str, Dict[str, Any]], Table]] = {
     "table": view_table, "vs_torchvision": view_vs_torchvision, "decode": view_decode, "loader": view_loader,
-    "batch_cache_rss": view_batch_cache_rss}
+    "batch_cache_rss": view_batch_cache_rss, "photo_stats": view_photo_stats}
 
 
 # ---- rendering -------------------------------------------------------------------------------------------------

@@ -291,6 +291,19 @@ def test_real_photos_are_imagenet_sized_jpegs():
         assert 0.5 < len(f) * 8 / (w * h) < 8  # bits per pixel of a photo, not of a flat or a noise image
 
 
+def test_photo_stats_measures_every_set_and_its_table_renders():
+    pytest.importorskip("torchvision", reason="photo_stats times torchvision v2's decode and resize")
+    pytest.importorskip("skimage", reason="one of its sets is the real photographs")
+    from benchmarks import docs_tables, photo_stats
+
+    rows = photo_stats.measure(rounds=1, n=2)
+    assert [r["set"] for r in rows] == list(photo_stats.SETS)
+    for r in rows:
+        assert r["bits_per_pixel"] > 0 and all(v["median"] > 0 for v in r["ms_per_image"].values())
+    header, cells = docs_tables.view_photo_stats("photo_stats.json", {"sets": rows})
+    assert len(cells) == 3 and all(len(c) == len(header) for c in cells)
+
+
 def _imports(path: Path):
     """The benchmarks.* modules a file imports, anywhere in it (function-level imports included)."""
     out = set()
