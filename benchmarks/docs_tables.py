@@ -76,8 +76,10 @@ HEADLINE: Tuple[Tuple[str, str, Dict[str, Any], Tuple[str, ...]], ...] = (
      dict(series="resized_crop_mirror_normalize u8->f32 eval hwc"), ("torchvision",)),
     ("resized_crop_mirror_normalize, eval, decode_jpeg's layout, 1 thread, real photos", RCMN,
      dict(series="resized_crop_mirror_normalize u8->f32 eval hwc real photos"), ("torchvision",)),
-    ("JPEG bytes to batch (decode op), train, 1 thread", DECODE,
+    ("JPEG bytes to batch (decode op), train, 1 thread, photo-like", DECODE,
      dict(series="decode_resized_crop_mirror_normalize jpeg->f32 train"), ("torchvision",)),
+    ("JPEG bytes to batch (decode op), train, 1 thread, real photos", DECODE,
+     dict(series="decode_resized_crop_mirror_normalize jpeg->f32 train real photos"), ("torchvision",)),
     ("DataLoader from JPEG bytes, train, 2 workers (path f)", PIPELINE, dict(mode="train", workers=2, path="f"),
      ("dataloader",)),
 )
