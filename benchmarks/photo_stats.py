@@ -1,6 +1,6 @@
 """Why the synthetic photo-like images gave higher ratios than real photographs: the same measurements on three
-sets of 32 JPEGs, one torch thread (a DataLoader worker), training boxes, interleaved rounds (every statement of
-every set timed once per round), medians with the min-max over rounds.
+sets of 32 JPEGs, one torch thread (a DataLoader worker), training boxes, timed as the benchmark rows are
+(``timing.measure_interleaved``: each set's statements in interleaved rounds), medians with the min-max over rounds.
 
 The sets: the photo-like files of the benchmark rows (``case.photo_like``, sides 300-500 drawn independently),
 the same generator at the real photographs' sizes (so that a difference between it and the real photos is the
@@ -31,7 +31,7 @@ import os
 import statistics
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -39,9 +39,11 @@ from benchmarks.case import photo_like, real_photos
 from benchmarks.load import DEFAULT_LIMIT_S, BusyLoad, save_json
 from benchmarks.machine import machine_info
 from benchmarks.resized_crop_mirror_normalize import MEAN, STD, _params
+from benchmarks.timing import measure_interleaved
 
 N = 32
 CROP = 224
+MIN_RUN_TIME = 0.04  # seconds per statement in all, as the harness's quick grid
 SETS = ("photo-like (benchmark rows)", "photo-like at the real photos' sizes", "real photos (scikit-image)",
         "real photos, quality 98")
 
@@ -83,7 +85,7 @@ def statements(files: List[bytes], boxes: torch.Tensor, mirror: torch.Tensor) ->
     flips = mirror.tolist()
     kw = dict(size=CROP, boxes=boxes, mirror=mirror, crop_first=True)
 
-    def tv_resize(ims):
+    def tv_resize(ims: Iterable[torch.Tensor]) -> torch.Tensor:
         out = []
         for im, (t, l, h, w), f in zip(ims, params, flips):
             r = F.resized_crop(im, t, l, h, w, [CROP, CROP], antialias=True)
@@ -104,8 +106,8 @@ def statements(files: List[bytes], boxes: torch.Tensor, mirror: torch.Tensor) ->
         "Pillow decode at 1/8": lambda: pil(True),
         "torchvision v2 resize": lambda: tv_resize(images),
         "tensorops resize": lambda: tensorops.resized_crop_mirror_normalize(images, MEAN, STD, **kw),
-        "torchvision v2 (decode + resize)": lambda: tv_resize([decode_jpeg(d, mode=ImageReadMode.RGB)
-                                                                for d in data]),
+        # each image decoded just before its resize, as the decode benchmark's torchvision column does
+        "torchvision v2 (decode + resize)": lambda: tv_resize(decode_jpeg(d, mode=ImageReadMode.RGB) for d in data),
         "decode_jpeg + tensorops resize": lambda: tensorops.resized_crop_mirror_normalize(
             [decode_jpeg(d, mode=ImageReadMode.RGB) for d in data], MEAN, STD, **kw),
         "tensorops decode op": lambda: tensorops.decode_resized_crop_mirror_normalize(data, MEAN, STD, **kw),
@@ -122,20 +124,12 @@ def measure(rounds: int, n: int = N) -> List[Dict[str, Any]]:
     from PIL import Image
 
     sets = image_sets(n)
-    stmts = {name: statements(*v) for name, v in sets.items()}
-    for fns in stmts.values():  # warm-up (and the first call's allocations) outside the timing
-        for fn in fns.values():
-            fn()
-    times: Dict[str, Dict[str, List[float]]] = {name: {k: [] for k in fns} for name, fns in stmts.items()}
-    for _ in range(rounds):
-        for name, fns in stmts.items():
-            for k, fn in fns.items():
-                t0 = time.perf_counter()
-                fn()
-                times[name][k].append((time.perf_counter() - t0) / n)
     out = []
-    for name, (files, _, _) in sets.items():
-        t = times[name]
+    for name, (files, boxes, mirror) in sets.items():
+        # the harness's timing (benchmarks.timing.measure_interleaved): the set's statements in interleaved
+        # blocks, so that these times and ratios read like the benchmark rows'
+        t = {k: [x / n for x in v] for k, v in measure_interleaved(statements(files, boxes, mirror), MIN_RUN_TIME,
+                                                                  rounds).items()}
         pixels = sum(w * h for w, h in (Image.open(io.BytesIO(f)).size for f in files)) / n
         nbytes = sum(len(f) for f in files) / n
 
@@ -179,8 +173,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     result = {"meta": {**machine_info(), "rounds": args.rounds, "load": load_info,
                        "wall_s": time.perf_counter() - start,
                        "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                       "timing": "1 torch thread, training boxes; every statement of every set timed once per "
-                                 "round over the set's 32 images; medians and min-max over rounds"},
+                       "timing": "1 torch thread, training boxes; each set's statements timed in interleaved "
+                                 "rounds (timing.measure_interleaved, min_run_time 0.04 s) over its 32 images; "
+                                 "medians and min-max over rounds"},
               "sets": rows}
     torch.set_num_threads(threads)
     path = save_json(args.out, "photo_stats", args.load, result)
