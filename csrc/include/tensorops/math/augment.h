@@ -210,16 +210,17 @@ TENSOROPS_HD uint8_t lut_entry(const Sample& sm, int v, float mean, float lo, fl
 
 // equalize_image's table for one channel from its 256-bin histogram (total pixels): PIL's scheme as torchvision
 // writes it, in integers. Returns false where torchvision leaves the channel as it is (step == 0).
-TENSOROPS_HD bool equalize_lut(const int64_t* hist, int64_t total, uint8_t* lut) {
+template <typename Count>
+TENSOROPS_HD bool equalize_lut(const Count* hist, int64_t total, uint8_t* lut) {
   int64_t last = 0;  // the last non-empty bin (cum_hist.argmax: the first bin where the sum reaches the total)
   for (int v = 0; v < 256; ++v)
     if (hist[v] != 0) last = v;
-  const int64_t step = (total - hist[last]) / 255;
+  const int64_t step = (total - static_cast<int64_t>(hist[last])) / 255;
   if (step == 0) return false;
   int64_t cum = 0;
   lut[0] = 0;
   for (int v = 1; v < 256; ++v) {
-    cum += hist[v - 1];
+    cum += static_cast<int64_t>(hist[v - 1]);
     const int64_t e = (cum + step / 2) / step;
     lut[v] = static_cast<uint8_t>(e > 255 ? 255 : e);
   }
