@@ -16,10 +16,114 @@ inline void copy_image(const View& x, const Dest& y, int64_t C, int64_t H, int64
     }
 }
 
+// ---- unit-stride rows (NCHW planes, or an NHWC row read as W * C values where every channel is treated alike):
+// plain loops over __restrict pointers that the compiler vectorizes (the strided loops below do not).
+inline void row_pointwise(const augment::Sample& sm, const uint8_t* __restrict x, uint8_t* __restrict y, int64_t n,
+                          float mean, float lo, float hi) {
+  switch (sm.op) {
+    case augment::kBrightness: {
+      const float f = sm.f0;
+      for (int64_t j = 0; j < n; ++j) y[j] = augment::brightness(static_cast<float>(x[j]), f);
+      break;
+    }
+    case augment::kContrast: {
+      const float f = sm.f0, a = sm.f1;
+      for (int64_t j = 0; j < n; ++j) y[j] = augment::blend(static_cast<float>(x[j]), mean, f, a);
+      break;
+    }
+    case augment::kPosterize: {
+      const uint8_t m = static_cast<uint8_t>(sm.ival);
+      for (int64_t j = 0; j < n; ++j) y[j] = x[j] & m;
+      break;
+    }
+    case augment::kSolarize: {
+      const float t = sm.f0;
+      for (int64_t j = 0; j < n; ++j) y[j] = static_cast<float>(x[j]) >= t ? static_cast<uint8_t>(255 - x[j]) : x[j];
+      break;
+    }
+    case augment::kInvert:
+      for (int64_t j = 0; j < n; ++j) y[j] = static_cast<uint8_t>(255 - x[j]);
+      break;
+    case augment::kAutocontrast:
+      for (int64_t j = 0; j < n; ++j) y[j] = augment::autocontrast(static_cast<float>(x[j]), lo, hi);
+      break;
+    default:
+      std::memcpy(y, x, static_cast<size_t>(n));
+  }
+}
+
+// the floored luma of a row, summed (contrast's mean)
+inline int64_t row_luma_sum(const uint8_t* __restrict r, const uint8_t* __restrict g, const uint8_t* __restrict b,
+                            int64_t n) {
+  int32_t sum = 0;  // at most 255 * n: n < 2^23 per row
+  for (int64_t j = 0; j < n; ++j)
+    sum += static_cast<int32_t>(augment::luma(static_cast<float>(r[j]), static_cast<float>(g[j]),
+                                              static_cast<float>(b[j])));
+  return sum;
+}
+
+inline void row_extremes(const uint8_t* __restrict x, int64_t n, uint8_t& mn, uint8_t& mx) {
+  uint8_t a = mn, b = mx;
+  for (int64_t j = 0; j < n; ++j) {
+    a = x[j] < a ? x[j] : a;
+    b = x[j] > b ? x[j] : b;
+  }
+  mn = a;
+  mx = b;
+}
+
+inline void row_saturation(const uint8_t* __restrict r, const uint8_t* __restrict g, const uint8_t* __restrict b,
+                           uint8_t* __restrict yr, uint8_t* __restrict yg, uint8_t* __restrict yb, int64_t n,
+                           float f0, float f1) {
+  for (int64_t j = 0; j < n; ++j) {
+    const float R = r[j], G = g[j], B = b[j];
+    const float gray = augment::floor_small(augment::luma(R, G, B));
+    yr[j] = augment::blend(R, gray, f0, f1);
+    yg[j] = augment::blend(G, gray, f0, f1);
+    yb[j] = augment::blend(B, gray, f0, f1);
+  }
+}
+
+inline void row_grayscale(const uint8_t* __restrict r, const uint8_t* __restrict g, const uint8_t* __restrict b,
+                          uint8_t* __restrict yr, uint8_t* __restrict yg, uint8_t* __restrict yb, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    const uint8_t l = augment::to_u8(augment::luma(static_cast<float>(r[j]), static_cast<float>(g[j]),
+                                                   static_cast<float>(b[j])));
+    yr[j] = l;
+    yg[j] = l;
+    yb[j] = l;
+  }
+}
+
+inline void row_hue(const uint8_t* __restrict r, const uint8_t* __restrict g, const uint8_t* __restrict b,
+                    uint8_t* __restrict yr, uint8_t* __restrict yg, uint8_t* __restrict yb, int64_t n, float hf) {
+  for (int64_t j = 0; j < n; ++j) {
+    uint8_t ro, go, bo;
+    augment::hue(r[j], g[j], b[j], hf, ro, go, bo);
+    yr[j] = ro;
+    yg[j] = go;
+    yb[j] = bo;
+  }
+}
+
+inline void row_sharpen(const uint8_t* __restrict up, const uint8_t* __restrict xr, const uint8_t* __restrict dn,
+                        uint8_t* __restrict yr, int64_t w, float alpha) {
+  yr[0] = xr[0];
+  for (int64_t j = 1; j < w - 1; ++j) {
+    const int sum8 = up[j - 1] + up[j] + up[j + 1] + xr[j - 1] + xr[j + 1] + dn[j - 1] + dn[j] + dn[j + 1];
+    yr[j] = augment::sharpen(xr[j], sum8, alpha);
+  }
+  yr[w - 1] = xr[w - 1];
+}
+
 // ---- table ops: statistics, one table per channel, then a lookup pass -------------------------------------
 inline void lut_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t C, int64_t H, int64_t W) {
+  const bool planar = x.sw == 1 && y.sw == 1;                                           // NCHW rows
+  const bool pixel_rows = x.sc == 1 && x.sw == C && y.sc == 1 && y.sw == C;             // NHWC rows
   uint8_t lut[3][256];
   bool keep[3] = {false, false, false};
+  float mean = 0.f;
+  float lo[3] = {0.f, 0.f, 0.f}, hi[3] = {0.f, 0.f, 0.f};
   if (sm.op == augment::kEqualize) {
     for (int64_t c = 0; c < C; ++c) {
       int64_t hist[256] = {0};
@@ -29,45 +133,57 @@ inline void lut_op(const augment::Sample& sm, const View& x, const Dest& y, int6
       }
       keep[c] = !augment::equalize_lut(hist, H * W, lut[c]);
     }
-  } else {
-    float mean = 0.f;
-    float lo[3] = {0.f, 0.f, 0.f}, hi[3] = {0.f, 0.f, 0.f};
-    if (sm.op == augment::kContrast) {
-      int64_t sum = 0;
-      for (int64_t i = 0; i < H; ++i) {
-        const uint8_t* xr = x.p + i * x.sh;
-        if (C == 3) {
-          int64_t row = 0;  // floor of the luma, an integer in [0, 255]
-          for (int64_t j = 0; j < W; ++j)
-            row += static_cast<int32_t>(augment::luma(static_cast<float>(xr[j * x.sw]),
-                                                      static_cast<float>(xr[x.sc + j * x.sw]),
-                                                      static_cast<float>(xr[2 * x.sc + j * x.sw])));
-          sum += row;
-        } else {
-          int64_t row = 0;
-          for (int64_t j = 0; j < W; ++j) row += xr[j * x.sw];
-          sum += row;
-        }
+  } else if (sm.op == augment::kContrast) {
+    int64_t sum = 0;
+    for (int64_t i = 0; i < H; ++i) {
+      const uint8_t* xr = x.p + i * x.sh;
+      if (C == 3 && x.sw == 1) {
+        sum += row_luma_sum(xr, xr + x.sc, xr + 2 * x.sc, W);
+      } else if (C == 3) {
+        for (int64_t j = 0; j < W; ++j)
+          sum += static_cast<int32_t>(augment::luma(static_cast<float>(xr[j * x.sw]),
+                                                    static_cast<float>(xr[x.sc + j * x.sw]),
+                                                    static_cast<float>(xr[2 * x.sc + j * x.sw])));
+      } else {
+        int64_t row = 0;
+        for (int64_t j = 0; j < W; ++j) row += xr[j * x.sw];
+        sum += row;
       }
-      mean = augment::contrast_mean(sum, H * W, false);
-    } else if (sm.op == augment::kAutocontrast) {
-      for (int64_t c = 0; c < C; ++c) {
-        uint8_t mn = 255, mx = 0;
-        for (int64_t i = 0; i < H; ++i) {
-          const uint8_t* xr = x.p + c * x.sc + i * x.sh;
+    }
+    mean = augment::contrast_mean(sum, H * W, false);
+  } else if (sm.op == augment::kAutocontrast) {
+    for (int64_t c = 0; c < C; ++c) {
+      uint8_t mn = 255, mx = 0;
+      for (int64_t i = 0; i < H; ++i) {
+        const uint8_t* xr = x.p + c * x.sc + i * x.sh;
+        if (x.sw == 1) {
+          row_extremes(xr, W, mn, mx);
+        } else {
           for (int64_t j = 0; j < W; ++j) {
             const uint8_t v = xr[j * x.sw];
             mn = v < mn ? v : mn;
             mx = v > mx ? v : mx;
           }
         }
-        lo[c] = static_cast<float>(mn);
-        hi[c] = static_cast<float>(mx);
       }
+      lo[c] = static_cast<float>(mn);
+      hi[c] = static_cast<float>(mx);
     }
+  }
+  const bool same_for_channels = sm.op != augment::kEqualize && sm.op != augment::kAutocontrast;
+  if (sm.op != augment::kEqualize && (planar || (pixel_rows && same_for_channels))) {
+    if (planar) {
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t i = 0; i < H; ++i)
+          row_pointwise(sm, x.p + c * x.sc + i * x.sh, y.p + c * y.sc + i * y.sh, W, mean, lo[c], hi[c]);
+    } else {
+      for (int64_t i = 0; i < H; ++i) row_pointwise(sm, x.p + i * x.sh, y.p + i * y.sh, W * C, mean, 0.f, 0.f);
+    }
+    return;
+  }
+  if (sm.op != augment::kEqualize)
     for (int64_t c = 0; c < C; ++c)
       for (int v = 0; v < 256; ++v) lut[c][v] = augment::lut_entry(sm, v, mean, lo[c], hi[c]);
-  }
   for (int64_t c = 0; c < C; ++c) {
     const uint8_t* t = lut[c];
     for (int64_t i = 0; i < H; ++i) {
@@ -92,11 +208,17 @@ inline void rgb_op(const augment::Sample& sm, const View& x, const Dest& y, int6
     uint8_t* yg = yr + y.sc;
     uint8_t* yb = yg + y.sc;
     const int64_t xs = x.sw, ys = y.sw;
+    if (xs == 1 && ys == 1) {
+      if (sm.op == augment::kSaturation) row_saturation(r, g, b, yr, yg, yb, W, sm.f0, sm.f1);
+      else if (sm.op == augment::kGrayscale) row_grayscale(r, g, b, yr, yg, yb, W);
+      else row_hue(r, g, b, yr, yg, yb, W, sm.f0);
+      continue;
+    }
     if (sm.op == augment::kSaturation) {
       const float f0 = sm.f0, f1 = sm.f1;
       for (int64_t j = 0; j < W; ++j) {
         const float R = r[j * xs], G = g[j * xs], B = b[j * xs];
-        const float gray = std::floor(augment::luma(R, G, B));
+        const float gray = augment::floor_small(augment::luma(R, G, B));
         yr[j * ys] = augment::blend(R, gray, f0, f1);
         yg[j * ys] = augment::blend(G, gray, f0, f1);
         yb[j * ys] = augment::blend(B, gray, f0, f1);
@@ -134,6 +256,10 @@ inline void sharpness_op(const augment::Sample& sm, const View& x, const Dest& y
       const uint8_t* up = xr - x.sh;
       const uint8_t* dn = xr + x.sh;
       const int64_t s = x.sw;
+      if (s == 1 && y.sw == 1) {
+        row_sharpen(up, xr, dn, yr, W, alpha);
+        continue;
+      }
       yr[0] = xr[0];
       yr[(W - 1) * y.sw] = xr[(W - 1) * s];
       for (int64_t j = 1; j < W - 1; ++j) {
@@ -146,32 +272,64 @@ inline void sharpness_op(const augment::Sample& sm, const View& x, const Dest& y
 }
 
 // ---- geometry -------------------------------------------------------------------------------------------------
+// Per output row, in chunks: the source coordinates (the float work, vectorized) into small arrays, then a gather
+// per channel.
 inline void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t C, int64_t H, int64_t W,
                       bool has_fill, const float* fill) {
+  constexpr int64_t kChunk = 256;
+  uint8_t fill_u8[3];
+  for (int64_t c = 0; c < C; ++c)
+    fill_u8[c] = augment::to_u8(augment::clamp_to(augment::round_even(has_fill ? fill[c] : 0.f), 0.f, 255.f));
+  alignas(64) int64_t off[4][kChunk];
+  alignas(64) float wt[4][kChunk];
+  alignas(64) uint8_t ok[4][kChunk];
+  const float fw = static_cast<float>(W), fh = static_cast<float>(H);
+  const float tt[6] = {sm.t[0], sm.t[1], sm.t[2], sm.t[3], sm.t[4], sm.t[5]};  // locals: no aliasing with off[]
+  const int64_t xsh = x.sh, xsw = x.sw;
   for (int64_t i = 0; i < H; ++i) {
-    for (int64_t j = 0; j < W; ++j) {
-      float ix, iy;
-      augment::affine_source(sm.t, i, j, H, W, ix, iy);
-      uint8_t* yp = y.p + i * y.sh + j * y.sw;
+    for (int64_t j0 = 0; j0 < W; j0 += kChunk) {
+      const int64_t m = std::min(kChunk, W - j0);
       if (sm.ival == 0) {  // nearest
-        const float rx = augment::round_even(ix), ry = augment::round_even(iy);
-        const bool in = rx >= 0.f && ry >= 0.f && rx < static_cast<float>(W) && ry < static_cast<float>(H);
-        const int64_t sx = in ? static_cast<int64_t>(rx) : 0, sy = in ? static_cast<int64_t>(ry) : 0;
-        for (int64_t c = 0; c < C; ++c) {
-          const float v = in ? static_cast<float>(x.p[c * x.sc + sy * x.sh + sx * x.sw])
-                             : (has_fill ? fill[c] : 0.f);
-          yp[c * y.sc] = augment::to_u8(augment::clamp_to(augment::round_even(v), 0.f, 255.f));
+        for (int64_t t = 0; t < m; ++t) {
+          float ix, iy;
+          augment::affine_source(tt, i, j0 + t, H, W, ix, iy);
+          const float rx = augment::round_even(ix), ry = augment::round_even(iy);
+          const bool in = (rx >= 0.f) & (ry >= 0.f) & (rx < fw) & (ry < fh);
+          const int64_t sx = in ? static_cast<int64_t>(rx) : 0, sy = in ? static_cast<int64_t>(ry) : 0;
+          off[0][t] = in ? sy * xsh + sx * xsw : -1;
         }
-      } else {  // bilinear
-        float w[4];
-        int64_t off[4];
-        bool ok[4];
-        augment::bilinear_taps(ix, iy, H, W, x.sh, x.sw, w, off, ok);
         for (int64_t c = 0; c < C; ++c) {
           const uint8_t* xc = x.p + c * x.sc;
-          float v[4];
-          for (int q = 0; q < 4; ++q) v[q] = ok[q] ? static_cast<float>(xc[off[q]]) : 0.f;
-          yp[c * y.sc] = augment::bilinear_value(v, w, ok, has_fill, has_fill ? fill[c] : 0.f);
+          uint8_t* yr = y.p + c * y.sc + i * y.sh + j0 * y.sw;
+          const uint8_t f = fill_u8[c];
+          for (int64_t t = 0; t < m; ++t) yr[t * y.sw] = off[0][t] >= 0 ? xc[off[0][t]] : f;
+        }
+      } else {  // bilinear
+        for (int64_t t = 0; t < m; ++t) {
+          float ix, iy, w4[4];
+          int64_t o4[4];
+          bool k4[4];
+          augment::affine_source(tt, i, j0 + t, H, W, ix, iy);
+          augment::bilinear_taps(ix, iy, H, W, xsh, xsw, w4, o4, k4);
+          for (int q = 0; q < 4; ++q) {
+            wt[q][t] = w4[q];
+            off[q][t] = k4[q] ? o4[q] : 0;
+            ok[q][t] = k4[q];
+          }
+        }
+        for (int64_t c = 0; c < C; ++c) {
+          const uint8_t* xc = x.p + c * x.sc;
+          uint8_t* yr = y.p + c * y.sc + i * y.sh + j0 * y.sw;
+          const float f = has_fill ? fill[c] : 0.f;
+          for (int64_t t = 0; t < m; ++t) {
+            const float v[4] = {ok[0][t] ? static_cast<float>(xc[off[0][t]]) : 0.f,
+                                ok[1][t] ? static_cast<float>(xc[off[1][t]]) : 0.f,
+                                ok[2][t] ? static_cast<float>(xc[off[2][t]]) : 0.f,
+                                ok[3][t] ? static_cast<float>(xc[off[3][t]]) : 0.f};
+            const float w4[4] = {wt[0][t], wt[1][t], wt[2][t], wt[3][t]};
+            const bool k4[4] = {ok[0][t] != 0, ok[1][t] != 0, ok[2][t] != 0, ok[3][t] != 0};
+            yr[t * y.sw] = augment::bilinear_value(v, w4, k4, has_fill, f);
+          }
         }
       }
     }

@@ -110,7 +110,7 @@ __global__ void augment_pixel_kernel(const Table table, const uint8_t* __restric
     } else if (g.C == 3 && (op == augment::kSaturation || op == augment::kGrayscale || op == augment::kHue)) {
       const uint8_t R = px[0], G = px[g.sc], B = px[2 * g.sc];
       if (op == augment::kSaturation) {
-        const float gray = floorf(augment::luma(R, G, B));
+        const float gray = augment::floor_small(augment::luma(R, G, B));
         y[0] = augment::blend(R, gray, sm.f0, sm.f1);
         y[g.oc] = augment::blend(G, gray, sm.f0, sm.f1);
         y[2 * g.oc] = augment::blend(B, gray, sm.f0, sm.f1);
