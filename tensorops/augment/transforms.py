@@ -624,7 +624,7 @@ class AugMix(_AutoAugmentBase):
             raise ValueError(f"AugMix: params['ops'] must index op_names (0..{len(self.op_names) - 1})")
         dims = (n, 1, 1, 1)
         # v2: combined_weights = dirichlet * m[:, 1].reshape([N, -1]) (float32)
-        combined = (dirichlet.cpu() * beta.cpu()[:, 1].reshape(n, -1)).to(batch.device)
+        combined = (dirichlet.cpu() * beta.cpu()[:, 1].reshape(n, 1)).to(batch.device)
         mix = beta[:, 0].to(batch.device).reshape(dims) * batch
         ops, mags = ops.cpu(), mags.cpu()
         for i in range(ops.shape[1]):
