@@ -367,6 +367,17 @@ def test_random_erasing_replays_v2s_erase(kwargs, dtype):
             assert torch.equal(out[n], F.erase(batch[n], i, j, h, w, v))
 
 
+def test_random_erasing_noise_on_uint8_is_uniform_bytes():
+    batch = torch.zeros(400, 3, 16, 16, dtype=torch.uint8)
+    rand = A.RandomErasing(1.0, mode="rand", generator=gen(33)).make_params(batch)["value"]
+    assert rand.shape == (400, 3) and rand.min() == 0 and rand.max() == 255 and abs(rand.mean() - 127.5) < 5
+    p = A.RandomErasing(1.0, value="random", generator=gen(34)).make_params(batch)
+    pixel = p["value"]
+    assert pixel.dtype == torch.uint8 and pixel.shape == batch.shape
+    erased = p["boxes"][:, 2] > 0
+    assert abs(pixel[erased].double().mean() - 127.5) < 1 and len(torch.unique(pixel[erased])) == 256
+
+
 def test_random_erasing_boxes_follow_v2s_get_params():
     H, W = 40, 50
     t = A.RandomErasing(p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), generator=gen(37))
@@ -436,6 +447,21 @@ def test_cutmix_per_batch_is_v2s_cutmix(dtype):
         p = {"box": (x1, y1, x1 + w, y1 + h), "lam_adjusted": lam, "labels": labels, "batch_size": 8}
         assert torch.equal(t.transform(batch, params), ref.transform(batch, p))
         assert torch.equal(t.transform_labels(labels, params), ref.transform(labels, p))
+
+
+def test_cutmix_boxes_are_v2s_make_params_of_the_same_draws(monkeypatch):
+    batch = _rand_u8((1, 3, 17, 23), 56)
+    t = A.CutMix(alpha=0.6, num_classes=10, per_sample=True, generator=gen(57))
+    params = t.make_params(_rand_u8((300, 3, 17, 23), 58))
+    assert params["lam_drawn"].min() < 0.05 and params["lam_drawn"].max() > 0.95
+    ref = v2.CutMix(alpha=0.6, num_classes=10)
+    for i in range(300):
+        monkeypatch.setattr(ref._dist, "sample", lambda shape=(), i=i: params["lam_drawn"][i].float())
+        r_y, r_x = params["center"][i].tolist()
+        with scripted_rng(monkeypatch, [r_x, r_y], []):
+            p = ref.make_params([batch])
+        y, x, h, w = params["boxes"][i].tolist()
+        assert p["box"] == (x, y, x + w, y + h) and p["lam_adjusted"] == float(params["lam"][i]), i
 
 
 def test_cutmix_per_sample_boxes_and_lambdas():
@@ -539,6 +565,37 @@ def test_auto_augment_op_frequencies_are_uniform():
     assert float(((counts - 80) ** 2 / 80).sum()) < 70  # 24 degrees of freedom
     sub = A.AutoAugment()._sub_probs[aa["policy"]]
     assert abs(aa["applied"].double().mean() - sub.mean()) < 0.03
+
+
+@pytest.mark.parametrize("name", ["TrivialAugmentWide", "RandAugment", "AutoAugment-imagenet"])
+def test_magnitude_tables_are_torchvisions(name):
+    from tensorops.augment.transforms import _magnitude_table
+
+    t, ref = POLICIES[name][0](), POLICIES[name][1]()
+    space = type(ref)._AUGMENTATION_SPACE
+    for bins, h, w in ((31, 224, 224), (11, 17, 23), (10, 5, 300)):
+        table, signed = _magnitude_table(t._SPACE, bins, h, w)
+        for k, op in enumerate(t.op_names):
+            if op not in space:
+                assert op == "Identity" and not table[k].any()
+                continue
+            fn, sgn = space[op]
+            mags = fn(bins, h, w)
+            assert bool(signed[k]) == (sgn and mags is not None), op
+            assert torch.equal(table[k], torch.zeros(bins, dtype=torch.float64) if mags is None else mags.double()), op
+
+
+def test_trivial_augment_draws_every_bin_of_every_op():
+    t = A.TrivialAugmentWide(generator=gen(75))
+    p = t.make_params(torch.zeros(10000, 3, 20, 30, dtype=torch.uint8))
+    space = v2.TrivialAugmentWide._AUGMENTATION_SPACE
+    for k, op in enumerate(t.op_names):
+        m = p["magnitudes"][p["ops"][:, 0] == k, 0]
+        mags = space[op][0](31, 20, 30)
+        values = {0.0} if mags is None else {float(v) for v in mags}
+        if space[op][1] and mags is not None:
+            values |= {-v for v in values}
+        assert set(m.tolist()) == values, op
 
 
 def test_augmix_depths_weights_and_magnitudes():
@@ -674,12 +731,26 @@ def test_timm_rand_draws_follow_timms_schedule():
                          ("SolarizeAdd", 0, 110)):
         v = torch.tensor([m for n, m in zip(names, mags.tolist()) if n == name], dtype=torch.float64)
         assert len(v) > 50 and v.min() >= lo and v.max() <= hi, name
+    inc = torch.tensor([m for n, m in zip(names, mags.tolist()) if n == "ContrastIncreasing"])
+    assert 0.4 < (inc < 1).double().mean() < 0.6  # timm negates the increasing enhance level half the time
     counts = torch.bincount(p["ops"][applied], minlength=len(t.op_names))[1:].double()
     assert counts.min() > 0.75 * counts.mean() and counts.max() < 1.25 * counts.mean()
     # w0: weighted choice without replacement; Posterize and Invert weigh 0
     w = A.from_timm_string("rand-m9-w0", generator=gen(98)).make_params(torch.zeros(500, 3, 4, 4, dtype=torch.uint8))
     t0 = A.from_timm_string("rand-m9-w0")
     assert not torch.isin(w["ops"], torch.tensor([t0.op_names.index("Posterize"), t0.op_names.index("Invert")])).any()
+
+
+def test_timm_autoaugment_applies_each_op_with_its_probability():
+    t = A.from_timm_string("v0", generator=gen(99))
+    p = t.make_params(torch.zeros(20000, 3, 4, 4, dtype=torch.uint8))
+    probs = t._sub_probs[p["policy"]]
+    applied = p["ops"] > 0
+    for prob in (0.2, 0.4, 0.6, 0.8):
+        sel = probs == prob
+        assert abs(applied[sel].double().mean() - prob) < 0.03, prob
+    assert applied[probs == 1.0].all() and not applied[probs == 0.0].any()
+    assert (p["levels"][applied] == t._sub_levels[p["policy"]][applied]).all()  # no mstd: the policy's levels
 
 
 def test_timm_ops_run_torchvisions_ops_with_timms_arguments():
@@ -720,19 +791,22 @@ def test_timm_ops_run_torchvisions_ops_with_timms_arguments():
 
 
 def test_timm_augmix_mixes_as_timm_and_pillow_blend():
-    """With every chain link Identity, timm's mix is Image.blend(img, uint8(clip(sum w_i * img)), m)."""
+    """Chains of one Equalize or Identity each: timm's mix is Image.blend(img, uint8(clip(sum w_i * chain_i)), m)."""
     np = pytest.importorskip("numpy")
     Image = pytest.importorskip("PIL.Image")
-    batch = _photos(3, 32)
+    batch = _photos(4, 32)
     t = A.from_timm_string("augmix-m5-w3", generator=gen(103))
     p = t.make_params(batch)
-    p = dict(p, ops=torch.zeros_like(p["ops"]), magnitudes=torch.zeros_like(p["magnitudes"]))
+    ops = torch.zeros_like(p["ops"])
+    ops[:, :2, 0] = t.op_names.index("Equalize")  # chains 0 and 1 equalize, chain 2 is the image
+    p = dict(p, ops=ops, magnitudes=torch.zeros_like(p["magnitudes"]))
     out = t.transform(batch, p)
-    for i in range(3):
+    for i in range(4):
         img = batch[i].permute(1, 2, 0).numpy()
+        eq = F.equalize(batch[i]).permute(1, 2, 0).numpy()
         mixed = np.zeros(img.shape, dtype=np.float32)
-        for mw in p["weights"][i].numpy():
-            mixed += mw * np.asarray(img, dtype=np.float32)
+        for c, mw in enumerate(p["weights"][i].numpy()):
+            mixed += mw * np.asarray(eq if c < 2 else img, dtype=np.float32)
         np.clip(mixed, 0, 255.0, out=mixed)
         expected = Image.blend(Image.fromarray(img), Image.fromarray(mixed.astype(np.uint8)), float(p["m"][i]))
         diff = np.abs(np.asarray(expected).astype(int) - out[i].permute(1, 2, 0).numpy().astype(int))

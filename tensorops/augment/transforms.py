@@ -1013,7 +1013,8 @@ class CutMix(_MixBase):
     through torch ops.
 
     Params: ``boxes`` int64 (N, 4) = (i, j, h, w) (i.e. (y1, x1, y2 - y1, x2 - x1)), ``lam`` float64 (N,) (the
-    corrected lambda), ``partner`` int64 (N,).
+    corrected lambda), ``partner`` int64 (N,); for inspection, ``lam_drawn`` float64 (N,) (the Beta draw) and
+    ``center`` int64 (N, 2) (v2's ``r_y, r_x``).
 
     Example:
         >>> cut = CutMix(alpha=1.0, num_classes=10)
@@ -1039,7 +1040,8 @@ class CutMix(_MixBase):
         y2 = torch.clamp(r_y + r_h_half, max=height)
         lam_adjusted = 1.0 - ((x2 - x1) * (y2 - y1)).to(torch.float64) / float(width * height)
         boxes = torch.stack([y1, x1, y2 - y1, x2 - x1], dim=1)
-        return {"boxes": boxes, "lam": lam_adjusted, "partner": partner}
+        return {"boxes": boxes, "lam": lam_adjusted, "partner": partner, "lam_drawn": lam,
+                "center": torch.stack([r_y, r_x], dim=1)}
 
     def transform(self, batch: torch.Tensor, params: Params) -> torch.Tensor:
         _check_batch(batch, "CutMix", allow_float=True,
