@@ -8,7 +8,13 @@ clipped to [0, ``mmax`` or 10]), random negation and "increasing" op variants, a
 ``Image.blend(image, mixed, m)``); every sample draws its own.
 
 **The ops themselves are torchvision's**, run by ``tensorops.augment.functional.apply_ops``, not timm's Pillow
-ops: timm's op set and magnitude schedule, torchvision's pixel arithmetic. Where they differ:
+ops: timm's op set and magnitude schedule, torchvision's pixel arithmetic. Measured on 8 photo-like 224x224
+images at timm's level 9, Pillow (as timm calls it, bilinear, fill (124, 116, 104)) against the torchvision op
+with the argument used here: Equalize, Invert, Posterize, Solarize, Brightness equal; Sharpness equal but for
+single pixels (max 1); AutoContrast 2.9% of pixels 1 step off; Color 50% and Contrast 63% of pixels 1 step off
+(mean |diff| 0.3); Rotate(27) and ShearX(0.27) 74% of pixels differ, mean |diff| 0.5-0.6, up to 130 steps along
+the image's edges (sub-pixel geometry and fill blending); TranslateXRel(0.405) 60%, mean 2.4 (90.72 px rounded
+to 90: whole-pixel offsets are equal). In detail:
 
 * Brightness / Color / Contrast / Sharpness: torchvision's ``adjust_*`` (blend in float, rounded) against Pillow's
   ``ImageEnhance`` (blend in 8-bit fixed point); Contrast's mean is torchvision's (grayscale mean of the float
