@@ -541,6 +541,19 @@ def test_empty_single_and_channels_last_batches(name):
     assert torch.equal(cl, batch)  # input untouched
 
 
+@pytest.mark.parametrize("make", [lambda g: A.RandomErasing(1.0, value="random", generator=g),
+                                  lambda g: A.RandomErasing(1.0, mode="rand", generator=g),
+                                  lambda g: A.MixUp(num_classes=3, generator=g),
+                                  lambda g: A.CutMix(num_classes=3, per_sample=True, generator=g)])
+def test_float_batches_keep_channels_last(make):
+    t = make(gen(70))
+    batch = torch.rand(5, 3, 13, 10, generator=gen(71))
+    params = t.make_params(batch)
+    cl = batch.contiguous(memory_format=torch.channels_last)
+    out = t.transform(cl, params)
+    assert out.is_contiguous(memory_format=torch.channels_last) and torch.equal(out, t.transform(batch, params))
+
+
 def test_auto_augment_op_frequencies_are_uniform():
     """2,000 draws, fixed seed: chi-square against uniform op choice well below a bound it cannot reach by chance
     (and the seed is fixed, so it cannot flake)."""

@@ -888,7 +888,10 @@ def _paste(batch: torch.Tensor, boxes: torch.Tensor, value: torch.Tensor) -> tor
         value = value.to(device=batch.device, dtype=batch.dtype)[:, :, None, None]
     else:
         value = value.to(device=batch.device, dtype=batch.dtype)
-    return torch.where(mask, value, batch)
+    out = torch.where(mask, value, batch)
+    if batch.is_contiguous(memory_format=torch.channels_last) and not batch.is_contiguous():
+        out = out.contiguous(memory_format=torch.channels_last)  # keep the input's layout
+    return out
 
 
 def _check_alpha(alpha: Any) -> float:
