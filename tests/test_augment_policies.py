@@ -616,7 +616,8 @@ def test_augmix_depths_weights_and_magnitudes():
     p = t.make_params(torch.zeros(3000, 3, 30, 30, dtype=torch.uint8))
     assert set(p["depths"].flatten().tolist()) == {1, 2, 3}
     assert 1.9 < p["depths"].double().mean() < 2.1
-    assert torch.allclose(p["dirichlet"].sum(1), torch.ones(3000)) and torch.allclose(p["beta"].sum(1), torch.ones(3000))
+    assert torch.allclose(p["dirichlet"].sum(1), torch.ones(3000))
+    assert torch.allclose(p["beta"].sum(1), torch.ones(3000))
     assert 0.48 < p["beta"][:, 0].double().mean() < 0.52
     # severity 3: bins 0..2 of 10 -> Rotate's magnitudes are 0, 3.33 or 6.67 degrees
     rot = p["ops"] == t.op_names.index("Rotate")

@@ -70,7 +70,8 @@ def _check_batch(batch: Any, who: str, *, allow_float: bool = False, any_channel
         raise ValueError(f"{who}: batch has {batch.shape[1]} channels along dim 1, but {who} needs 1 or 3")
 
 
-def _pick_generator(generator: Optional[torch.Generator], default: Optional[torch.Generator]) -> Optional[torch.Generator]:
+def _pick_generator(generator: Optional[torch.Generator],
+                    default: Optional[torch.Generator]) -> Optional[torch.Generator]:
     g = generator if generator is not None else default
     if g is not None and (not isinstance(g, torch.Generator) or g.device.type != "cpu"):
         raise TypeError(f"generator must be a CPU torch.Generator (draws happen on the CPU), got {g!r}")
@@ -113,7 +114,8 @@ def _ops_index(name: str) -> int:
     return _OPS_INDEX[name]
 
 
-def _round(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, interpolation: str, fill: Any) -> torch.Tensor:
+def _round(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, interpolation: str,
+           fill: Any) -> torch.Tensor:
     """One ``apply_ops`` round, skipped when every sample drew identity."""
     if ops.numel() == 0 or bool((ops == _OPS_INDEX["identity"]).all()):
         return batch
@@ -170,7 +172,8 @@ def _posterize(top: int, steps: int) -> _MagFn:
     return lambda num_bins, height, width: (top - (torch.arange(num_bins) / ((num_bins - 1) / steps))).round().int()
 
 
-# torchvision 0.29.1's augmentation spaces (transforms/v2/_auto_augment.py), name -> (magnitudes(num_bins, H, W), signed)
+# torchvision 0.29.1's augmentation spaces (transforms/v2/_auto_augment.py):
+# name -> (magnitudes(num_bins, H, W), signed)
 _AUTOAUGMENT_SPACE: Dict[str, Tuple[_MagFn, bool]] = {
     "ShearX": (_linspace(0.0, 0.3), True),
     "ShearY": (_linspace(0.0, 0.3), True),
@@ -227,7 +230,6 @@ _AUGMIX_SPACE: Dict[str, Tuple[_MagFn, bool]] = {
 }
 
 # torchvision name -> (apply_ops op, how _apply_image_or_video_transform turns the magnitude into its argument)
-_FACTOR = lambda m: 1.0 + m  # noqa: E731  (float64, as Python's 1.0 + magnitude)
 _TV_TO_OPS: Dict[str, Tuple[str, str]] = {
     "Identity": ("identity", "zero"),
     "ShearX": ("shear_x", "atan_degrees"),
@@ -954,7 +956,8 @@ class _MixBase(_Batched):
         return (b.to(opmath).mul(other).to(a.dtype).to(opmath) + a.to(opmath).mul(keep).to(a.dtype).to(opmath)
                 ).to(a.dtype)
 
-    def forward(self, batch: torch.Tensor, labels: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:  # type: ignore[override]
+    def forward(self, batch: torch.Tensor,  # type: ignore[override]
+                labels: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         params = self.make_params(batch)
         return self.transform(batch, params), self.transform_labels(labels, params)
 
