@@ -3,6 +3,7 @@
 // (cpu_isa.h). fp-contract off: torch rounds every op of these compositions on its own (math/augment.h), so g++
 // must not fuse a multiply and an add that torch rounds twice; the fused ones are explicit std::fma.
 #pragma GCC optimize("fp-contract=off")
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>  // the loop headers
@@ -67,10 +68,24 @@ void run_erase(augment_host::EraseSetup& s) {
   });
 }
 
+void run_mix(augment_host::MixSetup& s) {
+  const uint8_t* x = s.in.const_data_ptr<uint8_t>();
+  uint8_t* y = s.out.mutable_data_ptr<uint8_t>();
+  const float* w = s.weights.const_data_ptr<float>();
+  const int k = static_cast<int>(s.augmented.size());
+  const uint8_t* a[augment::kMaxMix] = {};
+  for (int i = 0; i < k; ++i) a[i] = s.augmented[i].const_data_ptr<uint8_t>();
+  const int64_t per = s.per_sample;
+  parallel_for_bytes(0, s.N, (2 + k) * s.out.numel(), [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n)
+      TENSOROPS_CPU_DISPATCH(mix_sample)(x + n * per, a, k, n * per, w + n * (1 + k), y + n * per, per);
+  });
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(tensorops, CPU, m) {
-  augment_entries::register_ops<&run_apply, &run_erase>(m);
+  augment_entries::register_ops<&run_apply, &run_erase, &run_mix>(m);
 }
 
 }  // namespace tensorops

@@ -127,9 +127,24 @@ inline void lut_op(const augment::Sample& sm, const View& x, const Dest& y, int6
   if (sm.op == augment::kEqualize) {
     for (int64_t c = 0; c < C; ++c) {
       int64_t hist[256] = {0};
+      int32_t part[4][256] = {};  // four counters per value: consecutive equal pixels do not wait on each other
       for (int64_t i = 0; i < H; ++i) {
         const uint8_t* xr = x.p + c * x.sc + i * x.sh;
-        for (int64_t j = 0; j < W; ++j) ++hist[xr[j * x.sw]];
+        const int64_t s = x.sw;
+        int64_t j = 0;
+        for (; j + 4 <= W; j += 4) {
+          ++part[0][xr[j * s]];
+          ++part[1][xr[(j + 1) * s]];
+          ++part[2][xr[(j + 2) * s]];
+          ++part[3][xr[(j + 3) * s]];
+        }
+        for (; j < W; ++j) ++part[0][xr[j * s]];
+        if (i % 4096 == 4095 || i == H - 1) {  // flushed before an int32 counter could overflow
+          for (int v = 0; v < 256; ++v) {
+            hist[v] += static_cast<int64_t>(part[0][v]) + part[1][v] + part[2][v] + part[3][v];
+            part[0][v] = part[1][v] = part[2][v] = part[3][v] = 0;
+          }
+        }
       }
       keep[c] = !augment::equalize_lut(hist, H * W, lut[c]);
     }
@@ -283,6 +298,7 @@ inline void affine_op(const augment::Sample& sm, const View& x, const Dest& y, i
   alignas(64) int64_t off[4][kChunk];
   alignas(64) float wt[4][kChunk];
   alignas(64) uint8_t ok[4][kChunk];
+  alignas(64) int32_t tap_x[kChunk], tap_y[kChunk];
   const float fw = static_cast<float>(W), fh = static_cast<float>(H);
   const float tt[6] = {sm.t[0], sm.t[1], sm.t[2], sm.t[3], sm.t[4], sm.t[5]};  // locals: no aliasing with off[]
   const int64_t xsh = x.sh, xsw = x.sw;
@@ -296,39 +312,52 @@ inline void affine_op(const augment::Sample& sm, const View& x, const Dest& y, i
           const float rx = augment::round_even(ix), ry = augment::round_even(iy);
           const bool in = (rx >= 0.f) & (ry >= 0.f) & (rx < fw) & (ry < fh);
           const int64_t sx = in ? static_cast<int64_t>(rx) : 0, sy = in ? static_cast<int64_t>(ry) : 0;
-          off[0][t] = in ? sy * xsh + sx * xsw : -1;
+          off[0][t] = in ? sy * xsh + sx * xsw : 0;  // 0: a pixel that exists, replaced by the fill below
+          ok[0][t] = in;
         }
-        for (int64_t c = 0; c < C; ++c) {
-          const uint8_t* xc = x.p + c * x.sc;
-          uint8_t* yr = y.p + c * y.sc + i * y.sh + j0 * y.sw;
-          const uint8_t f = fill_u8[c];
-          for (int64_t t = 0; t < m; ++t) yr[t * y.sw] = off[0][t] >= 0 ? xc[off[0][t]] : f;
-        }
-      } else {  // bilinear
+        uint8_t* yr = y.p + i * y.sh + j0 * y.sw;
+        const int64_t ysc = y.sc, ysw = y.sw, xsc = x.sc;
         for (int64_t t = 0; t < m; ++t) {
-          float ix, iy, w4[4];
-          int64_t o4[4];
+          const uint8_t* q = x.p + off[0][t];
+          const bool in = ok[0][t] != 0;
+          for (int64_t c = 0; c < C; ++c) yr[t * ysw + c * ysc] = in ? q[c * xsc] : fill_u8[c];
+        }
+      } else {  // bilinear: weights, the north-west tap and the inside flags per column, then a gather per channel
+        for (int64_t t = 0; t < m; ++t) {
+          float ix, iy, w4[4], x0, y0;
           bool k4[4];
           augment::affine_source(tt, i, j0 + t, H, W, ix, iy);
-          augment::bilinear_taps(ix, iy, H, W, xsh, xsw, w4, o4, k4);
-          for (int q = 0; q < 4; ++q) {
-            wt[q][t] = w4[q];
-            off[q][t] = k4[q] ? o4[q] : 0;
-            ok[q][t] = k4[q];
-          }
+          augment::bilinear_taps(ix, iy, H, W, w4, x0, y0, k4);
+          wt[0][t] = w4[0];
+          wt[1][t] = w4[1];
+          wt[2][t] = w4[2];
+          wt[3][t] = w4[3];
+          tap_x[t] = static_cast<int32_t>(x0);
+          tap_y[t] = static_cast<int32_t>(y0);
+          ok[0][t] = k4[0];
+          ok[1][t] = k4[1];
+          ok[2][t] = k4[2];
+          ok[3][t] = k4[3];
         }
-        for (int64_t c = 0; c < C; ++c) {
-          const uint8_t* xc = x.p + c * x.sc;
-          uint8_t* yr = y.p + c * y.sc + i * y.sh + j0 * y.sw;
-          const float f = has_fill ? fill[c] : 0.f;
-          for (int64_t t = 0; t < m; ++t) {
-            const float v[4] = {ok[0][t] ? static_cast<float>(xc[off[0][t]]) : 0.f,
-                                ok[1][t] ? static_cast<float>(xc[off[1][t]]) : 0.f,
-                                ok[2][t] ? static_cast<float>(xc[off[2][t]]) : 0.f,
-                                ok[3][t] ? static_cast<float>(xc[off[3][t]]) : 0.f};
-            const float w4[4] = {wt[0][t], wt[1][t], wt[2][t], wt[3][t]};
-            const bool k4[4] = {ok[0][t] != 0, ok[1][t] != 0, ok[2][t] != 0, ok[3][t] != 0};
-            yr[t * y.sw] = augment::bilinear_value(v, w4, k4, has_fill, f);
+        // each tap's offset, 0 (a pixel that exists) where the tap is outside, where its weight is 0 instead:
+        // v * 0 = 0 = 0 * w for the finite, non-negative values and weights here, so the sum is torchvision's
+        for (int64_t t = 0; t < m; ++t) {
+          const int64_t base = static_cast<int64_t>(tap_y[t]) * xsh + static_cast<int64_t>(tap_x[t]) * xsw;
+          off[0][t] = ok[0][t] ? base : 0;
+          off[1][t] = ok[1][t] ? base + xsw : 0;
+          off[2][t] = ok[2][t] ? base + xsh : 0;
+          off[3][t] = ok[3][t] ? base + xsh + xsw : 0;
+          for (int q = 0; q < 4; ++q) wt[q][t] = ok[q][t] ? wt[q][t] : 0.f;
+        }
+        uint8_t* yr = y.p + i * y.sh + j0 * y.sw;
+        for (int64_t t = 0; t < m; ++t) {
+          const int64_t o0 = off[0][t], o1 = off[1][t], o2 = off[2][t], o3 = off[3][t];
+          const float w0 = wt[0][t], w1 = wt[1][t], w2 = wt[2][t], w3 = wt[3][t];
+          const float mask = augment::add_rn(augment::add_rn(augment::add_rn(w0, w1), w2), w3);
+          for (int64_t c = 0; c < C; ++c) {
+            const uint8_t* xc = x.p + c * x.sc;
+            const float out = augment::bilinear_sum(xc[o0], xc[o1], xc[o2], xc[o3], w0, w1, w2, w3);
+            yr[t * y.sw + c * y.sc] = augment::bilinear_finish(out, mask, has_fill, has_fill ? fill[c] : 0.f);
           }
         }
       }
@@ -384,6 +413,25 @@ inline void erase_sample(const View& x, const Dest& y, int64_t C, int64_t H, int
         for (int64_t j = box[1]; j < box[3]; ++j) yr[j * y.sw] = value[c];
       }
     }
+}
+
+// AugMix's mix of one sample (dense, `per` elements): chains added one at a time over the whole sample, in
+// v2's order (the float sums stay in a small buffer), so each pass vectorizes
+inline void mix_sample(const uint8_t* __restrict x, const uint8_t* const* a, int k, int64_t offset,
+                       const float* w, uint8_t* __restrict y, int64_t per) {
+  constexpr int64_t kChunk = 1024;
+  alignas(64) float acc[kChunk];
+  for (int64_t j0 = 0; j0 < per; j0 += kChunk) {
+    const int64_t m = std::min(kChunk, per - j0);
+    const float w0 = w[0];
+    for (int64_t t = 0; t < m; ++t) acc[t] = augment::mul_rn(w0, static_cast<float>(x[j0 + t]));
+    for (int i = 0; i < k; ++i) {
+      const uint8_t* __restrict ai = a[i] + offset + j0;
+      const float wi = w[1 + i];
+      for (int64_t t = 0; t < m; ++t) acc[t] = augment::add_rn(acc[t], augment::mul_rn(wi, static_cast<float>(ai[t])));
+    }
+    for (int64_t t = 0; t < m; ++t) y[j0 + t] = augment::to_u8(augment::clamp_to(acc[t], 0.f, 255.f));
+  }
 }
 
 // NOLINTEND

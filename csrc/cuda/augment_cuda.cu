@@ -56,10 +56,22 @@ void run_erase(augment_host::EraseSetup& s) {
                pp ? v.stride(2) : int64_t{0}, pp ? v.stride(3) : int64_t{0});
 }
 
+void run_mix(augment_host::MixSetup& s) {
+  const cuda::DeviceGuard guard(s.out.device());
+  const cuda::stream_t stream = cuda::current_stream(s.out.device());
+  kernels::MixInputs inputs{};
+  const int k = static_cast<int>(s.augmented.size());
+  for (int i = 0; i < k; ++i) inputs.a[i] = s.augmented[i].const_data_ptr<uint8_t>();
+  const unsigned int blocks = cuda::blocks_for(s.out.numel(), cuda::kThreads);
+  cuda::launch(kernels::augment_mix_kernel, blocks, cuda::kThreads, 0, stream, s.in.const_data_ptr<uint8_t>(),
+               s.out.mutable_data_ptr<uint8_t>(), inputs, k, s.weights.const_data_ptr<float>(), s.per_sample,
+               s.out.numel());
+}
+
 }  // namespace
 
 TENSOROPS_CUDA_LIBRARY_IMPL(m) {
-  augment_entries::register_ops<&run_apply, &run_erase>(m);
+  augment_entries::register_ops<&run_apply, &run_erase, &run_mix>(m);
 }
 
 }  // namespace tensorops

@@ -185,5 +185,35 @@ EraseSetup setup_erase(const at::Tensor& self, const at::Tensor& boxes, const at
   return s;
 }
 
+MixSetup setup_mix(const at::Tensor& self, at::TensorList augmented, const at::Tensor& weights) {
+  check_batch(self, "augment_mix");
+  const bool dense = self.is_contiguous() || self.is_contiguous(at::MemoryFormat::ChannelsLast);
+  TENSOROPS_CHECK_VALUE(dense, "batch", "augment_mix needs a contiguous or channels_last batch, got strides ",
+                        self.strides());
+  const int64_t k = static_cast<int64_t>(augmented.size());
+  TENSOROPS_CHECK_VALUE(k >= 1 && k <= augment::kMaxMix, "augmented", "must hold 1 to ",
+                        static_cast<int64_t>(augment::kMaxMix), " batches, got ", k);
+  for (int64_t i = 0; i < k; ++i) {
+    const at::Tensor& a = augmented[i];
+    TENSOROPS_CHECK_TYPE(a.scalar_type() == at::kByte, "augmented", "batch ", i, " must be uint8, got ",
+                         a.scalar_type());
+    TENSOROPS_CHECK_VALUE(a.sizes() == self.sizes() && a.strides() == self.strides() && a.device() == self.device(),
+                          "augmented", "batch ", i, " must have the batch's shape, strides and device");
+  }
+  MixSetup s;
+  s.N = self.size(0);
+  TENSOROPS_CHECK_VALUE(weights.dim() == 2 && weights.size(0) == s.N && weights.size(1) == 1 + k, "weights",
+                        "must be (N, 1 + K) = (", s.N, ", ", 1 + k, "), got ", weights.sizes());
+  TENSOROPS_CHECK_TYPE(weights.scalar_type() == at::kFloat, "weights", "must be float32, got ",
+                       weights.scalar_type());
+  TENSOROPS_CHECK_VALUE(weights.device() == self.device(), "weights", "must be on the batch's device");
+  s.per_sample = s.N > 0 ? self.numel() / s.N : 0;
+  s.weights = weights.contiguous();
+  s.augmented = augmented.vec();
+  s.in = self;
+  s.out = empty_like_batch(self);
+  return s;
+}
+
 }  // namespace augment_host
 }  // namespace tensorops

@@ -365,6 +365,33 @@ def erase(batch: torch.Tensor, boxes: torch.Tensor, value: Union[float, int, tor
     return torch.ops.tensorops.augment_erase.default(batch, b.to(batch.device), v)
 
 
+def mix(batch: torch.Tensor, augmented: Sequence[torch.Tensor], weights: torch.Tensor) -> torch.Tensor:
+    """AugMix's mix: ``weights[:, 0] * batch + weights[:, 1] * augmented[0] + ...`` in float32, each product and
+    sum rounded in torchvision v2's order, truncated to uint8 (as ``AugMix``'s ``mix.to(uint8)``).
+
+    augmented: K uint8 batches of the batch's shape; weights: float32 (N, 1 + K)."""
+    _check_batch(batch)
+    if not isinstance(weights, torch.Tensor) or weights.dim() != 2 or tuple(weights.shape) != (batch.shape[0],
+                                                                                              1 + len(augmented)):
+        raise ValueError(f"weights must be a float32 tensor (N, 1 + K) = ({batch.shape[0]}, {1 + len(augmented)})")
+    w = weights.to(device=batch.device, dtype=torch.float32)
+    cl = batch.is_contiguous(memory_format=torch.channels_last) and not batch.is_contiguous()
+    fmt = torch.channels_last if cl else torch.contiguous_format
+    x = batch.contiguous(memory_format=fmt)
+    augs = [a.to(batch.device).contiguous(memory_format=fmt) for a in augmented]
+    for i, a in enumerate(augs):
+        _check_batch(a, f"augmented[{i}]")
+        if a.shape != batch.shape:
+            raise ValueError(f"augmented[{i}] must have the batch's shape {tuple(batch.shape)}, got {tuple(a.shape)}")
+    if (not augs or len(augs) > 8 or not _extension.is_compiled() or not _extension.kernels_for(batch.device)):
+        dims = (batch.shape[0], 1, 1, 1)
+        out = w[:, 0].reshape(dims) * x
+        for i, a in enumerate(augs):
+            out.add_(w[:, 1 + i].reshape(dims) * a)
+        return out.to(torch.uint8)
+    return torch.ops.tensorops.augment_mix.default(x, augs, w)
+
+
 # ---- one round of per-sample ops ----------------------------------------------------------------------------
 def apply_ops(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, *, interpolation="nearest",
               fill: Fill = None) -> torch.Tensor:

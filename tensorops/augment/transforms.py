@@ -624,17 +624,20 @@ class AugMix(_AutoAugmentBase):
                              f"{tuple(mags.shape)}, dirichlet {tuple(dirichlet.shape)}, beta {tuple(beta.shape)}")
         if ops.numel() and (int(ops.min()) < 0 or int(ops.max()) >= len(self.op_names)):
             raise ValueError(f"AugMix: params['ops'] must index op_names (0..{len(self.op_names) - 1})")
-        dims = (n, 1, 1, 1)
-        # v2: combined_weights = dirichlet * m[:, 1].reshape([N, -1]) (float32)
-        combined = (dirichlet.cpu() * beta.cpu()[:, 1].reshape(n, 1)).to(batch.device)
-        mix = beta[:, 0].to(batch.device).reshape(dims) * batch
+        # v2: combined_weights = dirichlet * m[:, 1].reshape([N, -1]) (float32); the mix in one pass
+        # (functional.mix: v2's float32 order)
+        combined = dirichlet.cpu() * beta.cpu()[:, 1].reshape(n, 1)
+        weights = torch.cat([beta.cpu()[:, :1], combined], dim=1)
         ops, mags = ops.cpu(), mags.cpu()
+        chains = []
         for i in range(ops.shape[1]):
             aug = batch
             for s in range(ops.shape[2]):
                 aug = _tv_round(aug, self.op_names, ops[:, i, s], mags[:, i, s], self.interpolation, self.fill)
-            mix.add_(combined[:, i].reshape(dims) * aug)
-        return mix.to(dtype=batch.dtype)
+            chains.append(aug)
+        if not chains:
+            return (beta[:, 0].to(batch.device).reshape(n, 1, 1, 1) * batch).to(dtype=batch.dtype)
+        return _AF.mix(batch, chains, weights)
 
     def extra_repr(self) -> str:
         return (f"severity={self.severity}, mixture_width={self.mixture_width}, chain_depth={self.chain_depth}, "

@@ -95,3 +95,18 @@ def test_empty_batch_launches_nothing(emu):
     emu.clear_events()
     got = ops().augment_apply(b, torch.empty(0, dtype=torch.int64), torch.empty(0, 9, dtype=torch.float64), 0, None)
     assert got.shape == b.shape and launches(emu) == []
+
+
+@pytest.mark.parametrize("k", corners([1, 3, 8], [3]))
+@pytest.mark.parametrize("channels_last", corners([False, True], [True]))
+def test_mix(emu, k, channels_last):
+    shape = (3, 3, 5, 7)
+    b = batch(shape, channels_last)
+    augs = [batch(shape, channels_last, seed=10 + i) for i in range(k)]
+    w = torch.rand(3, 1 + k, generator=torch.Generator().manual_seed(k))
+    w = w / w.sum(1, keepdim=True)
+    emu.clear_events()
+    got = ops().augment_mix(b, augs, w)
+    assert torch.equal(got, torch.ops.tensorops.augment_mix(b, augs, w))
+    assert got.stride() == b.stride()
+    assert [l["name"] for l in launches(emu)] == ["augment_mix_kernel"]

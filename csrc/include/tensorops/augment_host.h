@@ -48,5 +48,14 @@ struct EraseSetup {
 };
 EraseSetup setup_erase(const at::Tensor& self, const at::Tensor& boxes, const at::Tensor& value);
 
+// augment_mix: the batch and K <= augment::kMaxMix augmented batches of its shape and strides (a dense layout:
+// contiguous or channels_last), weights float32 (N, 1 + K).
+struct MixSetup {
+  at::Tensor in, out, weights;  // weights: contiguous, on the batch's device
+  std::vector<at::Tensor> augmented;
+  int64_t N = 0, per_sample = 0;  // elements of one sample (dense)
+};
+MixSetup setup_mix(const at::Tensor& self, at::TensorList augmented, const at::Tensor& weights);
+
 }  // namespace augment_host
 }  // namespace tensorops

@@ -146,10 +146,11 @@ __global__ void augment_pixel_kernel(const Table table, const uint8_t* __restric
           y[c * g.oc] = augment::to_u8(augment::clamp_to(augment::round_even(v), 0.f, 255.f));
         }
       } else {
-        float wt[4];
-        int64_t off[4];
+        float wt[4], x0, y0;
         bool ok[4];
-        augment::bilinear_taps(ix, iy, g.H, g.W, g.sh, g.sw, wt, off, ok);
+        augment::bilinear_taps(ix, iy, g.H, g.W, wt, x0, y0, ok);
+        const int64_t base = static_cast<int64_t>(y0) * g.sh + static_cast<int64_t>(x0) * g.sw;
+        const int64_t off[4] = {base, base + g.sw, base + g.sh, base + g.sh + g.sw};
         for (int64_t c = 0; c < g.C; ++c) {
           const uint8_t* xc = x + c * g.sc;
           float v[4];
@@ -185,6 +186,23 @@ __global__ void augment_erase_kernel(const uint8_t* __restrict__ in, uint8_t* __
     else if (per_pixel) v = value[n * vn + c * vc + i * vh + j * vw];
     else v = value[n * g.C + c];
     out[n * g.on + c * g.oc + i * g.oh + j * g.ow] = v;
+  }
+}
+
+struct MixInputs {
+  const uint8_t* a[augment::kMaxMix];
+};
+
+// AugMix's mix: one thread per element of the dense batch (every input shares the batch's layout).
+__global__ void augment_mix_kernel(const uint8_t* __restrict__ in, uint8_t* __restrict__ out,
+                                   const MixInputs inputs, const int k, const float* __restrict__ weights,
+                                   const int64_t per_sample, const int64_t total) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < total; p += step) {
+    const int64_t n = p / per_sample;
+    float a[augment::kMaxMix];
+    for (int i = 0; i < k; ++i) a[i] = static_cast<float>(inputs.a[i][p]);
+    out[p] = augment::mix_value(weights + n * (1 + k), static_cast<float>(in[p]), a, k);
   }
 }
 

@@ -101,7 +101,10 @@ TENSOROPS_HD float floor_small(float v) {
   return t > v ? t - 1.f : t;
 }
 
-TENSOROPS_HD float clamp_to(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
+TENSOROPS_HD float clamp_to(float v, float lo, float hi) {
+  v = v < lo ? lo : v;  // one select at a time (vectorizes); NaN stays NaN
+  return v > hi ? hi : v;
+}
 TENSOROPS_HD uint8_t to_u8(float v) { return static_cast<uint8_t>(static_cast<int>(v)); }  // v in [0, 255]
 
 // ---- colour ------------------------------------------------------------------------------------------------
@@ -272,44 +275,58 @@ TENSOROPS_HD float round_even(float v) {
 }
 
 // grid_sample's bilinear taps at source (ix, iy) (ATen's CPU grid sampler: floor, distances w = x - floor(x),
-// e = 1 - w, n, s likewise, weights nw = s * e, ne = s * w, sw = n * e, se = n * w): the four weights, element
-// offsets (row stride sh, column stride sw) and whether each tap lies inside the image (zeros padding).
-TENSOROPS_HD void bilinear_taps(float ix, float iy, int64_t h, int64_t w, int64_t sh, int64_t sw, float* wt,
-                                int64_t* off, bool* ok) {
+// e = 1 - w, n, s likewise, weights nw = s * e, ne = s * w, sw = n * e, se = n * w): the four weights, the
+// north-west tap (x0, y0) and whether each tap lies inside the image (zeros padding), all compared as floats
+// (exact: small integers), so that the caller's loop vectorizes.
+TENSOROPS_HD void bilinear_taps(float ix, float iy, int64_t h, int64_t w, float* wt, float& x0, float& y0,
+                                bool* ok) {
   // coordinates beyond a pixel outside the image read only zeros (their weights then only matter for the fill mask,
   // which is 0 there either way): clamped so that the integer floor stays in range
-  ix = clamp_to(ix, -2.f, static_cast<float>(w) + 1.f);
-  iy = clamp_to(iy, -2.f, static_cast<float>(h) + 1.f);
-  const float x0 = floor_small(ix), y0 = floor_small(iy);
+  const float fw = static_cast<float>(w), fh = static_cast<float>(h);
+  ix = clamp_to(ix, -2.f, fw + 1.f);
+  iy = clamp_to(iy, -2.f, fh + 1.f);
+  x0 = floor_small(ix);
+  y0 = floor_small(iy);
   const float we = sub_rn(ix, x0), ea = sub_rn(1.f, we), no = sub_rn(iy, y0), so = sub_rn(1.f, no);
   wt[0] = mul_rn(so, ea);  // nw
   wt[1] = mul_rn(so, we);  // ne
   wt[2] = mul_rn(no, ea);  // sw
   wt[3] = mul_rn(no, we);  // se
-  // as ints, as ATen compares (x0 is within int range for any image torch can hold: the caller's coordinates are)
-  const int64_t xw = static_cast<int64_t>(x0), yn = static_cast<int64_t>(y0);
-  const bool xw_in = (xw > -1) & (xw < w), xe_in = (xw + 1 > -1) & (xw + 1 < w);
-  const bool yn_in = (yn > -1) & (yn < h), ys_in = (yn + 1 > -1) & (yn + 1 < h);
+  const bool xw_in = (x0 > -1.f) & (x0 < fw), xe_in = (x0 + 1.f > -1.f) & (x0 + 1.f < fw);
+  const bool yn_in = (y0 > -1.f) & (y0 < fh), ys_in = (y0 + 1.f > -1.f) & (y0 + 1.f < fh);
   ok[0] = yn_in & xw_in;
   ok[1] = yn_in & xe_in;
   ok[2] = ys_in & xw_in;
   ok[3] = ys_in & xe_in;
-  off[0] = yn * sh + xw * sw;
-  off[1] = yn * sh + (xw + 1) * sw;
-  off[2] = (yn + 1) * sh + xw * sw;
-  off[3] = (yn + 1) * sh + (xw + 1) * sw;
 }
 
-// The bilinear value from the taps' values (0 outside), summed left to right as ATen does, then (with a fill)
-// _apply_grid_transform's mask blend (img - fill) * mask + fill, round_() and .to(uint8).
-TENSOROPS_HD uint8_t bilinear_value(const float* v, const float* wt, const bool* ok, bool has_fill, float fill) {
-  float out = add_rn(add_rn(add_rn(mul_rn(v[0], wt[0]), mul_rn(v[1], wt[1])), mul_rn(v[2], wt[2])), mul_rn(v[3], wt[3]));
-  if (has_fill) {
-    const float m = add_rn(add_rn(add_rn(ok[0] ? wt[0] : 0.f, ok[1] ? wt[1] : 0.f), ok[2] ? wt[2] : 0.f),
-                           ok[3] ? wt[3] : 0.f);
-    out = add_rn(mul_rn(sub_rn(out, fill), m), fill);
-  }
+// The bilinear sum of the taps' values and weights, left to right as ATen adds them.
+TENSOROPS_HD float bilinear_sum(float v0, float v1, float v2, float v3, float w0, float w1, float w2, float w3) {
+  return add_rn(add_rn(add_rn(mul_rn(v0, w0), mul_rn(v1, w1)), mul_rn(v2, w2)), mul_rn(v3, w3));
+}
+
+// With a fill, _apply_grid_transform's mask blend (img - fill) * mask + fill (mask: the interpolated ones, i.e.
+// the inside taps' weights summed), then round_() and .to(uint8).
+TENSOROPS_HD uint8_t bilinear_finish(float out, float mask, bool has_fill, float fill) {
+  if (has_fill) out = add_rn(mul_rn(sub_rn(out, fill), mask), fill);
   return to_u8(clamp_to(round_even(out), 0.f, 255.f));
+}
+
+// The bilinear value from the taps' values (0 outside) and flags.
+TENSOROPS_HD uint8_t bilinear_value(const float* v, const float* wt, const bool* ok, bool has_fill, float fill) {
+  const float out = bilinear_sum(v[0], v[1], v[2], v[3], wt[0], wt[1], wt[2], wt[3]);
+  const float mask = add_rn(add_rn(add_rn(ok[0] ? wt[0] : 0.f, ok[1] ? wt[1] : 0.f), ok[2] ? wt[2] : 0.f),
+                            ok[3] ? wt[3] : 0.f);
+  return bilinear_finish(out, mask, has_fill, fill);
+}
+
+// AugMix's mix of one element: w[0] * x, then + w[k] * a_k for each chain, each product and sum rounded (v2:
+// `mix = m0 * batch; mix.add_(w_i * aug_i)`), then .to(uint8).
+constexpr int kMaxMix = 8;  // chains per call
+TENSOROPS_HD uint8_t mix_value(const float* w, float x, const float* a, int k) {
+  float acc = mul_rn(w[0], x);
+  for (int i = 0; i < k; ++i) acc = add_rn(acc, mul_rn(w[1 + i], a[i]));
+  return to_u8(clamp_to(acc, 0.f, 255.f));
 }
 
 // torch.rot90(k, dims=(-2, -1)) as an index map: output (i, j) reads input (si, sj).
