@@ -250,14 +250,14 @@ TENSOROPS_HD bool equalize_lut(const Count* hist, int64_t total, uint8_t* lut) {
 
 // ---- affine (_affine_grid + grid_sample(align_corners=False) + round) --------------------------------------
 // The source coordinate (in input pixels) of output pixel (i, j) of an h x w image: torchvision's grid
-// (base grid (j - (w - 1) / 2, i - (h - 1) / 2, 1) times the rescaled theta, by bmm: here a chain of fused
-// multiply-adds, where BLAS's order may differ: the documented source of `affine`'s rounding-boundary pixels),
+// (base grid (j - (w - 1) / 2, i - (h - 1) / 2, 1) times the rescaled theta, by bmm: (x * t0 + y * t1) + t2, each
+// rounded, matched torch 2.14's CPU bmm on every grid point of 24 test maps),
 // then grid_sample's unnormalisation (coord + 1) * (size / 2) - 0.5.
 TENSOROPS_HD void affine_source(const float* t, int64_t i, int64_t j, int64_t h, int64_t w, float& ix, float& iy) {
   const float bx = static_cast<float>(j) - static_cast<float>(w - 1) * 0.5f;
   const float by = static_cast<float>(i) - static_cast<float>(h - 1) * 0.5f;
-  const float gx = add_rn(fma_rn(by, t[1], mul_rn(bx, t[0])), t[2]);
-  const float gy = add_rn(fma_rn(by, t[4], mul_rn(bx, t[3])), t[5]);
+  const float gx = add_rn(add_rn(mul_rn(bx, t[0]), mul_rn(by, t[1])), t[2]);
+  const float gy = add_rn(add_rn(mul_rn(bx, t[3]), mul_rn(by, t[4])), t[5]);
   ix = sub_rn(mul_rn(add_rn(gx, 1.f), static_cast<float>(w) * 0.5f), 0.5f);
   iy = sub_rn(mul_rn(add_rn(gy, 1.f), static_cast<float>(h) * 0.5f), 0.5f);
 }
