@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 #include <type_traits>  // the loop headers
 
 #include <ATen/ATen.h>
@@ -43,14 +44,40 @@ V view_of(T* base, const at::Tensor& t, int64_t n) {
   return V{base + n * t.stride(0), t.stride(1), t.stride(2), t.stride(3)};
 }
 
+// One sample's K ops in order, through two scratch images of the sample (contiguous, cache-sized for photos):
+// identities skipped, the last op written to the output, nothing written back to memory in between.
 void run_apply(augment_host::Setup& s) {
   const uint8_t* x = s.in.const_data_ptr<uint8_t>();
   uint8_t* y = s.out.mutable_data_ptr<uint8_t>();
-  const int64_t bytes = 2 * s.out.numel();
+  const int64_t bytes = 2 * s.out.numel() * s.K;
+  const int64_t C = s.C, H = s.H, W = s.W, K = s.K;
   parallel_for_bytes(0, s.N, bytes, [&](int64_t begin, int64_t end) {
-    for (int64_t n = begin; n < end; ++n)
-      TENSOROPS_CPU_DISPATCH(apply_sample)(s.samples[n], view_of<View>(x, s.in, n),
-                                           view_of<Dest>(y, s.out, n), s.C, s.H, s.W, s.has_fill, s.fill);
+    std::vector<uint8_t> scratch;  // one allocation per task, two images
+    for (int64_t n = begin; n < end; ++n) {
+      const augment::Sample* ops = s.samples.data() + n * K;
+      int64_t last = -1, count = 0;
+      for (int64_t k = 0; k < K; ++k)
+        if (ops[k].op != augment::kIdentity) last = k, ++count;
+      const View src0 = view_of<View>(x, s.in, n);
+      const Dest dst = view_of<Dest>(y, s.out, n);
+      if (count == 0) {
+        TENSOROPS_CPU_DISPATCH(apply_sample)(ops[0], src0, dst, C, H, W, s.has_fill, s.fill);  // identity: a copy
+        continue;
+      }
+      if (count > 1 && scratch.empty()) scratch.resize(static_cast<size_t>(2 * C * H * W));
+      View src = src0;
+      int64_t turn = 0;
+      for (int64_t k = 0; k <= last; ++k) {
+        if (ops[k].op == augment::kIdentity) continue;
+        Dest to = dst;
+        if (k != last) {
+          uint8_t* buf = scratch.data() + (turn++ % 2) * C * H * W;
+          to = Dest{buf, H * W, W, 1};
+        }
+        TENSOROPS_CPU_DISPATCH(apply_sample)(ops[k], src, to, C, H, W, s.has_fill, s.fill);
+        src = View{to.p, to.sc, to.sh, to.sw};
+      }
+    }
   });
 }
 

@@ -3,6 +3,7 @@
 // The per-sample table travels in the kernels' parameters up to kAugmentParamSamples samples and is uploaded
 // above that (cmn_launch.cuh). The kernels: kernels/augment.cuh.
 #include <type_traits>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <torch/library.h>
@@ -21,25 +22,50 @@ kernels::AugmentImage image_of(const at::Tensor& in, const at::Tensor& out) {
                                in.stride(2), in.stride(3), out.stride(0), out.stride(1), out.stride(2), out.stride(3)};
 }
 
-void run_apply(augment_host::Setup& s) {
-  const cuda::DeviceGuard guard(s.out.device());
-  const cuda::stream_t stream = cuda::current_stream(s.out.device());
-  const kernels::AugmentImage g = image_of(s.in, s.out);
+// One round (one op per sample) from `in` to `out`: the tables launch where a sample drew a table op, then the
+// pixel launch.
+void run_round(const augment_host::Setup& s, const std::vector<augment::Sample>& samples, const at::Tensor& in,
+               const at::Tensor& out, cuda::stream_t stream) {
+  const kernels::AugmentImage g = image_of(in, out);
   kernels::AugmentFill fill{s.has_fill, {s.fill[0], s.fill[1], s.fill[2]}};
+  bool any_lut = false;
+  for (const augment::Sample& sm : samples) any_lut = any_lut || augment::is_lut_op(sm.op);
   at::Tensor luts;
-  if (s.any_lut) luts = at::empty({s.N, 3, 256}, s.out.options());
-  uint8_t* lut_ptr = s.any_lut ? luts.mutable_data_ptr<uint8_t>() : nullptr;
-  const uint8_t* x = s.in.const_data_ptr<uint8_t>();
-  uint8_t* y = s.out.mutable_data_ptr<uint8_t>();
+  if (any_lut) luts = at::empty({s.N, 3, 256}, out.options());
+  uint8_t* lut_ptr = any_lut ? luts.mutable_data_ptr<uint8_t>() : nullptr;
+  const uint8_t* x = in.const_data_ptr<uint8_t>();
+  uint8_t* y = out.mutable_data_ptr<uint8_t>();
   const unsigned int blocks = cuda::blocks_for(s.N * s.H * s.W, cuda::kThreads);
-  cuda::with_sample_table<kernels::kAugmentParamSamples>(s.samples, s.out.device(), [&](const auto& table) {
+  cuda::with_sample_table<kernels::kAugmentParamSamples>(samples, out.device(), [&](const auto& table) {
     using Table = std::decay_t<decltype(table)>;
-    if (s.any_lut)
+    if (any_lut)
       cuda::launch(kernels::augment_lut_kernel<Table>, static_cast<unsigned int>(s.N), kernels::kLutThreads, 0, stream,
                    table, x, g, lut_ptr);
     cuda::launch(kernels::augment_pixel_kernel<Table>, blocks, cuda::kThreads, 0, stream, table, x, y, g,
                  static_cast<const uint8_t*>(lut_ptr), fill);
   });
+}
+
+// K ops per sample: K rounds, each into a temporary but the last (rounds where every sample drew identity are
+// skipped; a batch of identities is one copying round).
+void run_apply(augment_host::Setup& s) {
+  const cuda::DeviceGuard guard(s.out.device());
+  const cuda::stream_t stream = cuda::current_stream(s.out.device());
+  std::vector<int64_t> live;
+  for (int64_t k = 0; k < s.K; ++k) {
+    bool any = false;
+    for (int64_t n = 0; n < s.N; ++n) any = any || s.samples[n * s.K + k].op != augment::kIdentity;
+    if (any) live.push_back(k);
+  }
+  if (live.empty()) live.push_back(0);
+  at::Tensor src = s.in;
+  std::vector<augment::Sample> round(s.N);
+  for (size_t r = 0; r < live.size(); ++r) {
+    for (int64_t n = 0; n < s.N; ++n) round[n] = s.samples[n * s.K + live[r]];
+    const at::Tensor dst = r + 1 == live.size() ? s.out : augment_host::empty_like_batch(s.in);
+    run_round(s, round, src, dst, stream);
+    src = dst;
+  }
 }
 
 void run_erase(augment_host::EraseSetup& s) {

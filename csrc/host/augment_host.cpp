@@ -62,12 +62,14 @@ Setup setup_apply(const at::Tensor& self, const at::Tensor& ops, const at::Tenso
   s.C = self.size(1);
   s.H = self.size(2);
   s.W = self.size(3);
-  TENSOROPS_CHECK_VALUE(ops.dim() == 1 && ops.size(0) == s.N, "ops", "must be (N,) = (", s.N, ",), got ",
-                        ops.sizes());
+  TENSOROPS_CHECK_VALUE((ops.dim() == 1 || ops.dim() == 2) && ops.size(0) == s.N, "ops", "must be (N,) or (N, K) with N = ",
+                        s.N, ", got ", ops.sizes());
   TENSOROPS_CHECK_TYPE(ops.scalar_type() == at::kLong, "ops", "must be int64, got ", ops.scalar_type());
-  TENSOROPS_CHECK_VALUE(params.dim() == 2 && params.size(0) == s.N && params.size(1) == kParams, "params",
-                        "must be (N, ", static_cast<int64_t>(kParams), ") = (", s.N, ", ",
-                        static_cast<int64_t>(kParams), "), got ", params.sizes());
+  s.K = ops.dim() == 2 ? ops.size(1) : 1;
+  const bool params_ok = params.dim() == ops.dim() + 1 && params.size(0) == s.N &&
+                         (ops.dim() == 1 || params.size(1) == s.K) && params.size(-1) == kParams;
+  TENSOROPS_CHECK_VALUE(params_ok, "params", "must be ops' shape plus a last dim of ", static_cast<int64_t>(kParams),
+                        ": ops ", ops.sizes(), ", params ", params.sizes());
   TENSOROPS_CHECK_TYPE(params.scalar_type() == at::kDouble, "params", "must be float64, got ", params.scalar_type());
   TENSOROPS_CHECK_VALUE(interpolation == 0 || interpolation == 1, "interpolation",
                         "must be 0 (nearest) or 1 (bilinear), got ", interpolation);
@@ -82,16 +84,17 @@ Setup setup_apply(const at::Tensor& self, const at::Tensor& ops, const at::Tenso
   const at::Tensor p = params.cpu().contiguous();
   const int64_t* op = o.const_data_ptr<int64_t>();
   const double* pr = p.const_data_ptr<double>();
-  s.samples.resize(s.N);
+  s.samples.resize(s.N * s.K);
   const float half_w = static_cast<float>(0.5 * static_cast<double>(s.W));
   const float half_h = static_cast<float>(0.5 * static_cast<double>(s.H));
-  for (int64_t n = 0; n < s.N; ++n) {
-    augment::Sample& sm = s.samples[n];
+  for (int64_t e = 0; e < s.N * s.K; ++e) {
+    const int64_t n = e / s.K;  // the sample (its op e % K): what the messages name
+    augment::Sample& sm = s.samples[e];
     sm = augment::Sample{};
-    const double* q = pr + n * kParams;
+    const double* q = pr + e * kParams;
     const double m = q[kMagnitude];
-    TENSOROPS_CHECK_VALUE(op[n] >= 0 && op[n] < augment::kNumOps, "ops", "sample ", n, ": unknown op code ", op[n]);
-    sm.op = static_cast<int32_t>(op[n]);
+    TENSOROPS_CHECK_VALUE(op[e] >= 0 && op[e] < augment::kNumOps, "ops", "sample ", n, ": unknown op code ", op[e]);
+    sm.op = static_cast<int32_t>(op[e]);
     switch (sm.op) {
       case augment::kBrightness:
       case augment::kContrast:
@@ -137,7 +140,6 @@ Setup setup_apply(const at::Tensor& self, const at::Tensor& ops, const at::Tenso
       default:
         break;
     }
-    s.any_lut = s.any_lut || augment::is_lut_op(sm.op);
   }
   s.in = self;
   s.out = empty_like_batch(self);

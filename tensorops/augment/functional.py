@@ -93,10 +93,11 @@ def _pairs(value, n: int, name: str) -> torch.Tensor:
     raise TypeError(f"{name} must be a pair of numbers or an (N, 2) tensor, got {value!r}")
 
 
-def _require(ok: torch.Tensor, name: str, what: str, values: torch.Tensor) -> None:
+def _require(ok: torch.Tensor, name: str, what: str, values: torch.Tensor, per: int = 1) -> None:
+    """ValueError naming the first sample (entry // per: `per` values per sample) where ``ok`` is false."""
     if not bool(ok.all()):
         i = int((~ok).nonzero()[0])
-        raise ValueError(f"{name} of sample {i} ({float(values[i])}) {what}")
+        raise ValueError(f"{name} of sample {i // per} ({float(values[i])}) {what}")
 
 
 def _interpolation(interpolation) -> int:
@@ -405,22 +406,31 @@ def apply_ops(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, 
     (``v2.functional.rotate``); the others ignore it. ``grayscale`` keeps C channels. interpolation and fill
     apply to the geometric samples.
 
+    ops and magnitudes may also be (N, K): K ops per sample, applied in order in one call (the CPU keeps each
+    sample's intermediate images in cache-sized scratch; CUDA runs K rounds).
+
     >>> out = apply_ops(batch, torch.tensor([1, 12, 0, 9]), torch.tensor([1.3, 10.0, 0.0, 0.0], dtype=torch.float64))
     """
     _check_batch(batch)
     n, c, h, w = batch.shape
-    if not isinstance(ops, torch.Tensor) or ops.dim() != 1 or ops.shape[0] != n:
-        raise ValueError(f"ops must be an int64 tensor (N,) = ({n},) of indices into OPS")
-    o = ops.to("cpu", torch.int64)
-    if n and (int(o.min()) < 0 or int(o.max()) >= len(OPS)):
+    if not isinstance(ops, torch.Tensor) or ops.dim() not in (1, 2) or ops.shape[0] != n:
+        raise ValueError(f"ops must be an int64 tensor (N,) or (N, K) with N = {n}, of indices into OPS")
+    k = ops.shape[1] if ops.dim() == 2 else 1
+    o = ops.to("cpu", torch.int64).reshape(-1)
+    if o.numel() and (int(o.min()) < 0 or int(o.max()) >= len(OPS)):
         bad = int(((o < 0) | (o >= len(OPS))).nonzero()[0])
-        raise ValueError(f"ops of sample {bad} is {int(o[bad])}, not an index into OPS (0..{len(OPS) - 1})")
-    m = _per_sample(magnitudes, n, "magnitudes")
+        raise ValueError(f"ops of sample {bad // k} is {int(o[bad])}, not an index into OPS (0..{len(OPS) - 1})")
+    if ops.dim() == 2:
+        if not isinstance(magnitudes, torch.Tensor) or magnitudes.shape != ops.shape:
+            raise ValueError(f"magnitudes must have ops' shape {tuple(ops.shape)}")
+        m = magnitudes.detach().to("cpu", torch.float64).reshape(-1)
+    else:
+        m = _per_sample(magnitudes, n, "magnitudes")
     codes = _CODE[o].clone()
-    params = torch.zeros(n, _NPARAMS, dtype=torch.float64)
+    params = torch.zeros(o.shape[0], _NPARAMS, dtype=torch.float64)
     params[:, _M] = m
     params[:, _SCALE] = 1.0
-    name = {k: i for i, k in enumerate(OPS)}
+    name = {op: i for i, op in enumerate(OPS)}
     shear_x, shear_y = o == name["shear_x"], o == name["shear_y"]
     params[:, _SHX] = torch.where(shear_x, m, 0.0)
     params[:, _SHY] = torch.where(shear_y, m, 0.0)
@@ -441,5 +451,7 @@ def apply_ops(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, 
                          ("posterize", (m >= 0) & (m <= 8) & (m == m.floor()), "is not an integer in [0, 8]"),
                          ("solarize", m <= 255, "is above 255")):
         sel = o == name[op]
-        _require(ok | ~sel, f"magnitudes ({op})", what, m)
+        _require(ok | ~sel, f"magnitudes ({op})", what, m, per=k)
+    if ops.dim() == 2:
+        codes, params = codes.reshape(n, k), params.reshape(n, k, _NPARAMS)
     return _run(batch, codes, params, _interpolation(interpolation), _fill(fill, c))

@@ -339,9 +339,8 @@ class _AutoAugmentBase(_Batched):
                              f"{tuple(mags.shape)} must have the same shape")
         if ops.numel() and (int(ops.min()) < 0 or int(ops.max()) >= len(self.op_names)):
             raise ValueError(f"{name}: params['ops'] must index op_names (0..{len(self.op_names) - 1})")
-        out = batch
-        for k in range(ops.shape[1]):
-            out = _tv_round(out, self.op_names, ops[:, k].cpu(), mags[:, k].cpu(), self.interpolation, self.fill)
+        # every sample's ops in order in one call (apply_ops with (N, K))
+        out = _tv_round(batch, self.op_names, ops.cpu(), mags.cpu(), self.interpolation, self.fill)
         return out.clone() if out is batch else out
 
     def extra_repr(self) -> str:
@@ -630,11 +629,8 @@ class AugMix(_AutoAugmentBase):
         weights = torch.cat([beta.cpu()[:, :1], combined], dim=1)
         ops, mags = ops.cpu(), mags.cpu()
         chains = []
-        for i in range(ops.shape[1]):
-            aug = batch
-            for s in range(ops.shape[2]):
-                aug = _tv_round(aug, self.op_names, ops[:, i, s], mags[:, i, s], self.interpolation, self.fill)
-            chains.append(aug)
+        for i in range(ops.shape[1]):  # each chain's ops in one call
+            chains.append(_tv_round(batch, self.op_names, ops[:, i], mags[:, i], self.interpolation, self.fill))
         if not chains:
             return (beta[:, 0].to(batch.device).reshape(n, 1, 1, 1) * batch).to(dtype=batch.dtype)
         return _AF.mix(batch, chains, weights)
@@ -714,13 +710,11 @@ class ColorJitter(_Batched):
             raise ValueError(f"ColorJitter: params['order'] and params['factors'] must be (N, 4), got "
                              f"{tuple(order.shape)} and {tuple(factors.shape)}")
         lut = torch.tensor([_ops_index(op) for op in self._OPS], dtype=torch.int64)
-        out = batch
-        for k in range(4):
-            fn = order[:, k]
-            f = factors.gather(1, fn[:, None])[:, 0]
-            off = torch.isnan(f)
-            ops = torch.where(off, torch.full_like(fn, _OPS_INDEX["identity"]), lut[fn])
-            out = _round(out, ops, torch.where(off, torch.zeros_like(f), f), "nearest", None)
+        # the four adjustments in each sample's order, in one call (apply_ops with (N, 4))
+        f = factors.gather(1, order)
+        off = torch.isnan(f)
+        ops = torch.where(off, torch.full_like(order, _OPS_INDEX["identity"]), lut[order])
+        out = _round(batch, ops, torch.where(off, torch.zeros_like(f), f), "nearest", None)
         return out.clone() if out is batch else out
 
     def extra_repr(self) -> str:

@@ -110,3 +110,20 @@ def test_mix(emu, k, channels_last):
     assert torch.equal(got, torch.ops.tensorops.augment_mix(b, augs, w))
     assert got.stride() == b.stride()
     assert [l["name"] for l in launches(emu)] == ["augment_mix_kernel"]
+
+
+@pytest.mark.parametrize("channels_last", corners([False, True], [True]))
+def test_several_ops_per_sample(emu, channels_last):
+    """ops (N, K): K rounds on the device (temporaries between), skipping rounds where every sample drew identity;
+    the CPU runs each sample's K ops through scratch images. Equal results."""
+    n, k = 6, 3
+    b = batch((n, 3, 8, 8), channels_last, seed=3)
+    codes = (torch.arange(n * k, dtype=torch.int64).reshape(n, k) * 5) % 16
+    codes[:, 1] = 0  # an all-identity round: skipped on the device
+    p = torch.stack([torch.cat([params(1, int(c)) for c in row]) for row in codes])
+    emu.clear_events()
+    cpu, got = both(b, codes, p, 1)
+    assert torch.equal(got, cpu)
+    assert got.stride() == cpu.stride()
+    names = [l["name"] for l in launches(emu)]
+    assert names.count("augment_pixel_kernel") == 2, names
