@@ -41,6 +41,11 @@ torch.manual_seed(0)
 HAS_CUDA = torch.cuda.is_available() and tensorops.build_info()["cuda"]
 HAS_TORCHVISION = importlib.util.find_spec("torchvision") is not None
 HAS_RAY = importlib.util.find_spec("ray") is not None
+try:
+    import tensorops.augment.transforms
+    HAS_AUGMENT = True
+except ImportError:
+    HAS_AUGMENT = False
 """
 doctest_default_flags = 0
 import doctest as _doctest  # noqa: E402
