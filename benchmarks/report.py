@@ -285,7 +285,10 @@ def plot(result: Dict[str, Any], path: str) -> None:
         ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ys = [p[1] for pts in series.values() for p in pts] + [1.0]
+        narrow = max(ys) / min(ys) < 5  # less than a decade: ticks at finer steps, so the axis still reads
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)
+                                              if narrow else (1.0, 2.0, 5.0)))
         ax.yaxis.set_major_formatter(times_x)
         ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
         ax.set_xlabel("bytes moved by the op")
