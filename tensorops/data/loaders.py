@@ -68,7 +68,7 @@ class NormalizingLoader:
     Their draws are made on the CPU from ``generator`` (``make_params(batch, generator=...)``; the main process's
     one stream, which goes on advancing, so every epoch draws anew and a run repeats from the seed). A transform
     that mixes labels (MixUp, CutMix, :mod:`tensorops.data.augmenting`) replaces the labels at ``label_key`` with
-    its soft labels. Where each augmentation runs is the caller's choice: given to the collate (``augment=`` of
+    its soft labels (computed where the labels are: the loader moves only the images). Where each augmentation runs is the caller's choice: given to the collate (``augment=`` of
     :class:`~tensorops.data.ResizedCropMirrorNormalizeCollate`) they run in the DataLoader workers on their CPUs;
     given here they run on the device that normalizes. (RandomErasing is not yet fused into the normalize pass:
     it runs as its own pass before it.)
