@@ -41,6 +41,12 @@ torch.manual_seed(0)
 HAS_CUDA = torch.cuda.is_available() and tensorops.build_info()["cuda"]
 HAS_TORCHVISION = importlib.util.find_spec("torchvision") is not None
 HAS_RAY = importlib.util.find_spec("ray") is not None
+try:  # the policies, where this tensorops has them (not another checkout's, lent by an editable install)
+    import os.path
+    import tensorops.augment.transforms
+    HAS_AUGMENT = tensorops.augment.transforms.__file__.startswith(os.path.dirname(tensorops.__file__) + os.sep)
+except Exception:  # absent, or not built into this library (tests/test_augment_*.py report that)
+    HAS_AUGMENT = False
 """
 doctest_default_flags = 0
 import doctest as _doctest  # noqa: E402
