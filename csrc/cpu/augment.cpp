@@ -31,6 +31,35 @@ struct Dest {
   int64_t sc, sh, sw;
 };
 
+// y[j] = lut[x[j]] for a unit-stride row: 64 bytes per step with AVX-512 VBMI's byte permutes (two 128-entry
+// halves, picked by the top bit), where the CPU has them and the AVX-512 build is in use; else one at a time.
+#if TENSOROPS_CPU_AVX2
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) void lut_row_vbmi(const uint8_t* x, uint8_t* y, int64_t n,
+                                                                         const uint8_t* lut) {
+  const __m512i t0 = _mm512_loadu_si512(lut), t1 = _mm512_loadu_si512(lut + 64);
+  const __m512i t2 = _mm512_loadu_si512(lut + 128), t3 = _mm512_loadu_si512(lut + 192);
+  int64_t j = 0;
+  for (; j + 64 <= n; j += 64) {
+    const __m512i v = _mm512_loadu_si512(x + j);
+    const __m512i lo = _mm512_permutex2var_epi8(t0, v, t1);
+    const __m512i hi = _mm512_permutex2var_epi8(t2, v, t3);
+    _mm512_storeu_si512(y + j, _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi));
+  }
+  for (; j < n; ++j) y[j] = lut[x[j]];
+}
+#endif
+
+void lut_row(const uint8_t* x, uint8_t* y, int64_t n, const uint8_t* lut) {
+#if TENSOROPS_CPU_AVX2
+  static const bool vbmi = cpu_isa_level() == 2 && __builtin_cpu_supports("avx512vbmi");
+  if (vbmi) {
+    lut_row_vbmi(x, y, n, lut);
+    return;
+  }
+#endif
+  for (int64_t j = 0; j < n; ++j) y[j] = lut[x[j]];
+}
+
 TENSOROPS_AVX512_BUILD
 #include "augment_loops.h"
 TENSOROPS_AVX2_BUILD

@@ -206,6 +206,8 @@ inline void lut_op(const augment::Sample& sm, const View& x, const Dest& y, int6
       uint8_t* yr = y.p + c * y.sc + i * y.sh;
       if (keep[c]) {
         for (int64_t j = 0; j < W; ++j) yr[j * y.sw] = xr[j * x.sw];
+      } else if (x.sw == 1 && y.sw == 1) {
+        lut_row(xr, yr, W, t);
       } else {
         for (int64_t j = 0; j < W; ++j) yr[j * y.sw] = t[xr[j * x.sw]];
       }
