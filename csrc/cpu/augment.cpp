@@ -60,6 +60,80 @@ void lut_row(const uint8_t* x, uint8_t* y, int64_t n, const uint8_t* lut) {
   for (int64_t j = 0; j < n; ++j) y[j] = lut[x[j]];
 }
 
+// Bilinear affine's gathers and arithmetic, 16 outputs at a time (AVX-512): each pair of horizontal taps read as one
+// 32-bit word at the left tap's byte offset in a plane padded by 4 bytes on both sides (taps outside: value 0), then
+// math/augment.h's bilinear_sum and bilinear_finish as vector operations, one rounding each (fp-contract is off
+// in this file: no fused multiply-add), the tail through those functions themselves.
+#if TENSOROPS_CPU_AVX2
+__attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq"))) void bilinear_row_avx512(
+    const uint8_t* plane, int64_t W, const int32_t* tx, const int32_t* ty, const uint8_t* const* ok,
+    const float* const* wt, int64_t m, bool has_fill, float fill, uint8_t* out) {
+  const __m512i vw = _mm512_set1_epi32(static_cast<int32_t>(W));
+  const __m512i byte = _mm512_set1_epi32(0xFF);
+  const __m512 magic = _mm512_set1_ps(12582912.f), lo = _mm512_setzero_ps(), hi = _mm512_set1_ps(255.f);
+  const __m512 vf = _mm512_set1_ps(fill);
+  const __m128i zero8 = _mm_setzero_si128();
+  // one 32-bit word per tap pair (nw, ne at o; sw, se at o + W), loaded where either tap is inside; each tap's
+  // byte kept where that tap is inside, else 0 (the plane has 4 readable bytes before and after it)
+  const __m512i zero = _mm512_setzero_si512();
+  auto pair = [&](__mmask16 ka, __mmask16 kb, __m512i off, __m512& a, __m512& b) {
+    const __m512i word = _mm512_mask_i32gather_epi32(zero, static_cast<__mmask16>(ka | kb), off, plane, 1);
+    a = _mm512_cvtepi32_ps(_mm512_maskz_and_epi32(ka, word, byte));
+    b = _mm512_cvtepi32_ps(_mm512_maskz_and_epi32(kb, _mm512_srli_epi32(word, 8), byte));
+  };
+  int64_t t = 0;
+  for (; t + 16 <= m; t += 16) {
+    const __m512i o = _mm512_add_epi32(
+        _mm512_mullo_epi32(_mm512_loadu_si512(ty + t), vw), _mm512_loadu_si512(tx + t));
+    const __mmask16 k0 = _mm_cmpneq_epi8_mask(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ok[0] + t)), zero8);
+    const __mmask16 k1 = _mm_cmpneq_epi8_mask(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ok[1] + t)), zero8);
+    const __mmask16 k2 = _mm_cmpneq_epi8_mask(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ok[2] + t)), zero8);
+    const __mmask16 k3 = _mm_cmpneq_epi8_mask(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ok[3] + t)), zero8);
+    __m512 v0, v1, v2, v3;
+    pair(k0, k1, o, v0, v1);
+    pair(k2, k3, _mm512_add_epi32(o, vw), v2, v3);
+    const __m512 w0 = _mm512_loadu_ps(wt[0] + t), w1 = _mm512_loadu_ps(wt[1] + t), w2 = _mm512_loadu_ps(wt[2] + t),
+                 w3 = _mm512_loadu_ps(wt[3] + t);
+    __m512 sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(v0, w0), _mm512_mul_ps(v1, w1)),
+                                             _mm512_mul_ps(v2, w2)),
+                               _mm512_mul_ps(v3, w3));
+    if (has_fill) {
+      const __m512 mask = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(w0, w1), w2), w3);
+      sum = _mm512_add_ps(_mm512_mul_ps(_mm512_sub_ps(sum, vf), mask), vf);
+    }
+    __m512 r = _mm512_sub_ps(_mm512_add_ps(sum, magic), magic);  // round half to even (augment.h round_even)
+    r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + t), _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(r)));
+  }
+  for (; t < m; ++t) {
+    const int64_t o = static_cast<int64_t>(ty[t]) * W + tx[t];
+    const float v0 = ok[0][t] ? plane[o] : 0.f, v1 = ok[1][t] ? plane[o + 1] : 0.f;
+    const float v2 = ok[2][t] ? plane[o + W] : 0.f, v3 = ok[3][t] ? plane[o + W + 1] : 0.f;
+    const float w0 = wt[0][t], w1 = wt[1][t], w2 = wt[2][t], w3 = wt[3][t];
+    const float mask = augment::add_rn(augment::add_rn(augment::add_rn(w0, w1), w2), w3);
+    out[t] = augment::bilinear_finish(augment::bilinear_sum(v0, v1, v2, v3, w0, w1, w2, w3), mask, has_fill, fill);
+  }
+}
+#endif
+
+bool bilinear_row_fast() {
+#if TENSOROPS_CPU_AVX2
+  static const bool on = cpu_isa_level() == 2;
+  return on;
+#else
+  return false;
+#endif
+}
+
+void bilinear_row(const uint8_t* plane, int64_t W, const int32_t* tx, const int32_t* ty, const uint8_t* const* ok,
+                  const float* const* wt, int64_t m, bool has_fill, float fill, uint8_t* out) {
+#if TENSOROPS_CPU_AVX2
+  bilinear_row_avx512(plane, W, tx, ty, ok, wt, m, has_fill, fill, out);
+#else
+  (void)plane, (void)W, (void)tx, (void)ty, (void)ok, (void)wt, (void)m, (void)has_fill, (void)fill, (void)out;
+#endif
+}
+
 TENSOROPS_AVX512_BUILD
 #include "augment_loops.h"
 TENSOROPS_AVX2_BUILD

@@ -301,6 +301,24 @@ inline void affine_op(const augment::Sample& sm, const View& x, const Dest& y, i
   alignas(64) float wt[4][kChunk];
   alignas(64) uint8_t ok[4][kChunk];
   alignas(64) int32_t tap_x[kChunk], tap_y[kChunk];
+  alignas(64) uint8_t res[kChunk];
+  // bilinear with AVX-512 gathers: each plane copied once, contiguous and padded by 4 bytes on both sides (a gather
+  // reads a 32-bit word at a tap pair's byte offset, from one byte before the image)
+  std::vector<uint8_t> padded;
+  if (sm.ival != 0 && bilinear_row_fast() && H * W + 8 < (int64_t{1} << 31)) {
+    padded.assign(static_cast<size_t>(C * (H * W + 8)), 0);  // 4 bytes before each plane and 4 after
+    for (int64_t c = 0; c < C; ++c) {
+      uint8_t* pc = padded.data() + c * (H * W + 8) + 4;
+      for (int64_t i = 0; i < H; ++i) {
+        const uint8_t* xr = x.p + c * x.sc + i * x.sh;
+        if (x.sw == 1) {
+          std::memcpy(pc + i * W, xr, static_cast<size_t>(W));
+        } else {
+          for (int64_t j = 0; j < W; ++j) pc[i * W + j] = xr[j * x.sw];
+        }
+      }
+    }
+  }
   const float fw = static_cast<float>(W), fh = static_cast<float>(H);
   const float tt[6] = {sm.t[0], sm.t[1], sm.t[2], sm.t[3], sm.t[4], sm.t[5]};  // locals: no aliasing with off[]
   const int64_t xsh = x.sh, xsw = x.sw;
@@ -350,6 +368,18 @@ inline void affine_op(const augment::Sample& sm, const View& x, const Dest& y, i
           off[2][t] = ok[2][t] ? base + xsh : 0;
           off[3][t] = ok[3][t] ? base + xsh + xsw : 0;
           for (int q = 0; q < 4; ++q) wt[q][t] = ok[q][t] ? wt[q][t] : 0.f;
+        }
+        if (!padded.empty()) {  // AVX-512: 16 outputs at a time from the padded planes
+          const uint8_t* oks[4] = {ok[0], ok[1], ok[2], ok[3]};
+          const float* wts[4] = {wt[0], wt[1], wt[2], wt[3]};
+          for (int64_t c = 0; c < C; ++c) {
+            uint8_t* row = y.sw == 1 ? y.p + c * y.sc + i * y.sh + j0 : res;
+            bilinear_row(padded.data() + c * (H * W + 8) + 4, W, tap_x, tap_y, oks, wts, m, has_fill,
+                         has_fill ? fill[c] : 0.f, row);
+            if (y.sw != 1)
+              for (int64_t t = 0; t < m; ++t) y.p[c * y.sc + i * y.sh + (j0 + t) * y.sw] = res[t];
+          }
+          continue;
         }
         uint8_t* yr = y.p + i * y.sh + j0 * y.sw;
         for (int64_t t = 0; t < m; ++t) {
