@@ -75,7 +75,7 @@ def _registry_table() -> None:
     cols = ["op", "drop-in for", "devices", "autograd", "forward AD", "vmap", "torch.compile", "out=",
             "in place", "lists"]
     yes = lambda b: "yes" if b else "no"  # noqa: E731
-    rows = [[f"``{o.name}``", f"``{o.torch_name}``", ", ".join(o.devices), yes(o.autograd),
+    rows = [[f"``{o.name if o.module == 'tensorops' else o.qualname}``", f"``{o.torch_name}``", ", ".join(o.devices), yes(o.autograd),
              yes(o.forward_ad), yes(o.vmap), yes(o.compile), yes(o.out), yes(o.inplace), yes(o.tensor_list)]
             for o in OPS.values()]
     lines = [".. list-table::", "   :header-rows: 1", ""]
