@@ -93,8 +93,17 @@ def _pairs(value, n: int, name: str) -> torch.Tensor:
     raise TypeError(f"{name} must be a pair of numbers or an (N, 2) tensor, got {value!r}")
 
 
+def _tracing() -> bool:
+    """Under torch.compile the value checks below would guard on data (a graph break, an error under
+    fullgraph=True): there the kernels' host checks (csrc/host/augment_host.cpp) test the same conditions per
+    sample when the graph runs, naming ``params``/``ops``/``boxes`` and the sample."""
+    return torch.compiler.is_compiling()
+
+
 def _require(ok: torch.Tensor, name: str, what: str, values: torch.Tensor, per: int = 1) -> None:
     """ValueError naming the first sample (entry // per: `per` values per sample) where ``ok`` is false."""
+    if _tracing():
+        return
     if not bool(ok.all()):
         i = int((~ok).nonzero()[0])
         raise ValueError(f"{name} of sample {i // per} ({float(values[i])}) {what}")
@@ -335,7 +344,7 @@ def erase(batch: torch.Tensor, boxes: torch.Tensor, value: Union[float, int, tor
     if boxes.is_floating_point() or boxes.is_complex():
         raise TypeError(f"boxes must be integers (top, left, height, width), got {boxes.dtype}")
     b = boxes.to("cpu", torch.int64)
-    if bool((b < 0).any()):
+    if not _tracing() and bool((b < 0).any()):
         i = int((b < 0).any(1).nonzero()[0])
         raise ValueError(f"boxes of sample {i} {b[i].tolist()} has a negative top, left, height or width")
     if isinstance(value, torch.Tensor) and value.dim() == 4:
@@ -417,7 +426,7 @@ def apply_ops(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, 
         raise ValueError(f"ops must be an int64 tensor (N,) or (N, K) with N = {n}, of indices into OPS")
     k = ops.shape[1] if ops.dim() == 2 else 1
     o = ops.to("cpu", torch.int64).reshape(-1)
-    if o.numel() and (int(o.min()) < 0 or int(o.max()) >= len(OPS)):
+    if o.numel() and not _tracing() and (int(o.min()) < 0 or int(o.max()) >= len(OPS)):
         bad = int(((o < 0) | (o >= len(OPS))).nonzero()[0])
         raise ValueError(f"ops of sample {bad // k} is {int(o[bad])}, not an index into OPS (0..{len(OPS) - 1})")
     if ops.dim() == 2:
@@ -440,10 +449,9 @@ def apply_ops(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, 
     params[:, _TX] = torch.where(o == name["translate_x"], m, 0.0)
     params[:, _TY] = torch.where(o == name["translate_y"], m, 0.0)
     rot = o == name["rotate"]
-    if bool(rot.any()):
-        rc, ra = _rotation_codes(m, h == w, False)
-        codes = torch.where(rot, rc, codes)
-        params[:, _ANGLE] = torch.where(rot, ra, 0.0)
+    rc, ra = _rotation_codes(m, h == w, False)  # for every sample (no data-dependent branch: torch.compile)
+    codes = torch.where(rot, rc, codes)
+    params[:, _ANGLE] = torch.where(rot, ra, 0.0)
     # checks of the colour magnitudes, per op
     for op, ok, what in (("brightness", m >= 0, "is not non-negative"), ("contrast", m >= 0, "is not non-negative"),
                          ("saturation", m >= 0, "is not non-negative"), ("sharpness", m >= 0, "is not non-negative"),
