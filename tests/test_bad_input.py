@@ -322,6 +322,8 @@ CATALOGUE = [
     Row("erase/value-shape", "erase", lambda: ((_u8(), torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, 2)), {}), ValueError, r"\bvalue\b"),
     Row("erase/value-str", "erase", lambda: ((_u8(), torch.zeros(2, 4, dtype=torch.long), "a"), {}), TypeError, r"\bvalue\b"),
     Row("apply_ops/ops-out-of-range", "apply_ops", lambda: ((_u8(), torch.tensor([0, 17]), torch.zeros(2)), {}), ValueError, r"\bops of sample 1\b"),
+    Row("apply_ops/ops-float", "apply_ops", lambda: ((_u8(), torch.tensor([1.7, 10.2]), torch.zeros(2)), {}), TypeError, r"\bops\b"),
+    Row("solarize/threshold-nan", "solarize", lambda: ((_u8(), torch.tensor([NAN, 0.0])), {}), ValueError, r"\bthreshold of sample 0\b"),
     Row("apply_ops/ops-length", "apply_ops", lambda: ((_u8(), torch.tensor([0]), torch.zeros(2)), {}), ValueError, r"\bops\b"),
     Row("apply_ops/magnitudes-length", "apply_ops", lambda: ((_u8(), torch.tensor([0, 1]), torch.zeros(3)), {}), ValueError, r"\bmagnitudes\b"),
     Row("apply_ops/hue-magnitude-out-of-range", "apply_ops", lambda: ((_u8(), torch.tensor([4, 4]), torch.tensor([0.0, 0.6])), {}), ValueError, r"\bmagnitudes \(hue\) of sample 1\b"),

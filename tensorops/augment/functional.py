@@ -242,7 +242,7 @@ def solarize(batch: torch.Tensor, threshold: Magnitude) -> torch.Tensor:
     """Each sample's values at or above its threshold inverted, as ``v2.functional.solarize`` (threshold <= 255)."""
     _check_batch(batch)
     t = _per_sample(threshold, batch.shape[0], "threshold")
-    _require(t <= 255, "threshold", "is above 255, uint8's maximum", t)
+    _require(t <= 255, "threshold", "is not <= 255, uint8's maximum", t)
     return _one(batch, _SOLARIZE, t)
 
 
@@ -424,6 +424,8 @@ def apply_ops(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, 
     n, c, h, w = batch.shape
     if not isinstance(ops, torch.Tensor) or ops.dim() not in (1, 2) or ops.shape[0] != n:
         raise ValueError(f"ops must be an int64 tensor (N,) or (N, K) with N = {n}, of indices into OPS")
+    if ops.is_floating_point() or ops.is_complex():
+        raise TypeError(f"ops must be integer indices into OPS, got {ops.dtype}")
     k = ops.shape[1] if ops.dim() == 2 else 1
     o = ops.to("cpu", torch.int64).reshape(-1)
     if o.numel() and not _tracing() and (int(o.min()) < 0 or int(o.max()) >= len(OPS)):
@@ -457,7 +459,7 @@ def apply_ops(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, 
                          ("saturation", m >= 0, "is not non-negative"), ("sharpness", m >= 0, "is not non-negative"),
                          ("hue", (m >= -0.5) & (m <= 0.5), "is not in [-0.5, 0.5]"),
                          ("posterize", (m >= 0) & (m <= 8) & (m == m.floor()), "is not an integer in [0, 8]"),
-                         ("solarize", m <= 255, "is above 255")):
+                         ("solarize", m <= 255, "is not <= 255")):
         sel = o == name[op]
         _require(ok | ~sel, f"magnitudes ({op})", what, m, per=k)
     if ops.dim() == 2:
