@@ -19,7 +19,6 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import pytest
 import torch
 
-import tensorops
 import tensorops.augment as A
 from tensorops.augment.functional import OPS
 from conftest import kernel_ran, requires_compiled
@@ -31,7 +30,8 @@ F64 = torch.float64
 @pytest.fixture(scope="module")
 def F():
     return pytest.importorskip("torchvision.transforms.v2.functional",
-                               reason="the reference is torchvision v2 (an optional extra: pip install '.[torchvision]')")
+                               reason="the reference is torchvision v2 (an optional extra: "
+                               "pip install '.[torchvision]')")
 
 
 def _gen(seed: int) -> torch.Generator:
@@ -319,7 +319,8 @@ def _assert_close_geometry(out, want, batch, interpolation, sources, fill, what,
     diff = (out.int() - want.int()).abs()
     bad = (diff > 0).nonzero().tolist()
     frac = len(bad) / max(diff.numel(), 1)
-    assert frac <= max_fraction, f"{what}: {len(bad)} of {diff.numel()} values differ ({frac:.4%}), max {int(diff.max())}"
+    assert frac <= max_fraction, (f"{what}: {len(bad)} of {diff.numel()} values differ ({frac:.4%}), "
+                                  f"max {int(diff.max())}")
     if interpolation == "bilinear":
         assert not bad or int(diff.max()) <= MAX_BILINEAR_STEP, f"{what}: a value {int(diff.max())} steps off"
         return
@@ -620,8 +621,9 @@ def test_compile_fullgraph(device):
         return A.erase(y, boxes, 3)
 
     x = _random((4, 3, 12, 12), seed=29).to(device)
-    args = (torch.tensor([0.5, 1.0, 1.5, 2.0], dtype=F64), torch.tensor([[0, 0, 3, 3]] * 4), torch.tensor([4, 9, 16, 12]),
-            torch.tensor([0.2, 0.0, 90.0, 11.0], dtype=F64))
+    # hue, equalize, rotate 90 (a quarter turn), shear_x
+    args = (torch.tensor([0.5, 1.0, 1.5, 2.0], dtype=F64), torch.tensor([[0, 0, 3, 3]] * 4),
+            torch.tensor([4, 9, 16, 12]), torch.tensor([0.2, 0.0, 90.0, 11.0], dtype=F64))
     compiled = torch.compile(f, fullgraph=True)
     _assert_equal(compiled(x, *args), f(x, *args).cpu(), "compiled")
     args2 = (args[0].flip(0), args[1] + 1, args[2].flip(0), args[3].flip(0))

@@ -244,10 +244,18 @@ def _factors(g, lo=0.0, hi=2.0):
     return torch.rand(4, generator=g, dtype=torch.float64) * (hi - lo) + lo
 
 
+def _box_of(v, box):
+    """The pixels of a per-pixel value inside one box (top, left, height, width)."""
+    t, l, h, w = box.tolist()
+    return v[:, t:t + h, l:l + w]
+
+
 A = tensorops.augment
+QUARTERS = [90.0, -90.0, 180.0, 270.0]
 AUGMENT_CASES = {
-    "augment_brightness_nhwc": _aug_case("adjust_brightness", lambda g: (_aug_batch(g, channels_last=True), _factors(g)),
-                                         A.adjust_brightness, lambda F, im, i, f: F.adjust_brightness(im, float(f[i]))),
+    "augment_brightness_nhwc": _aug_case(
+        "adjust_brightness", lambda g: (_aug_batch(g, channels_last=True), _factors(g)), A.adjust_brightness,
+        lambda F, im, i, f: F.adjust_brightness(im, float(f[i]))),
     "augment_contrast": _aug_case("adjust_contrast", lambda g: (_aug_batch(g), _factors(g)), A.adjust_contrast,
                                   lambda F, im, i, f: F.adjust_contrast(im, float(f[i]))),
     "augment_saturation": _aug_case("adjust_saturation", lambda g: (_aug_batch(g), _factors(g)), A.adjust_saturation,
@@ -271,16 +279,19 @@ AUGMENT_CASES = {
         "affine", lambda g: (_aug_batch(g, channels_last=True), torch.randint(-5, 6, (4, 2), generator=g).double()),
         lambda x, t: A.affine(x, torch.tensor([0.0, 180.0, 0.0, -180.0]), t, fill=[1, 2, 3]),
         lambda F, im, i, t: F.affine(im, [0.0, 180.0, 0.0, -180.0][i], t[i].tolist(), 1.0, [0.0, 0.0], fill=[1, 2, 3])),
-    "augment_rotate": _aug_case("rotate", lambda g: (_aug_batch(g),),
-                                lambda x: A.rotate(x, torch.tensor([90.0, -90.0, 180.0, 270.0]), interpolation="bilinear"),
-                                lambda F, im, i: F.rotate(im, [90.0, -90.0, 180.0, 270.0][i], interpolation="bilinear")),
+    "augment_rotate": _aug_case(
+        "rotate", lambda g: (_aug_batch(g),),
+        lambda x: A.rotate(x, torch.tensor(QUARTERS), interpolation="bilinear"),
+        lambda F, im, i: F.rotate(im, QUARTERS[i], interpolation="bilinear")),
     "augment_erase": _aug_case(
         "erase", lambda g: (_aug_batch(g), torch.randint(0, 20, (4, 4), generator=g), _aug_batch(g)),
-        A.erase, lambda F, im, i, b, v: F.erase(im, *b[i].tolist(), v=v[i, :, b[i, 0]:b[i, 0] + b[i, 2], b[i, 1]:b[i, 1] + b[i, 3]])),
+        A.erase, lambda F, im, i, b, v: F.erase(im, *b[i].tolist(), v=_box_of(v[i], b[i]))),
     # invert, posterize, solarize, equalize (OPS 10, 6, 7, 9)
     "augment_apply_ops": _aug_case(
-        "apply_ops", lambda g: (_aug_batch(g), torch.tensor([10, 6, 7, 9]), torch.tensor([0.0, 3.0, 100.0, 0.0], dtype=torch.float64)),
-        A.apply_ops, lambda F, im, i, o, m: [F.invert(im), F.posterize(im, 3), F.solarize(im, 100.0), F.equalize(im)][i]),
+        "apply_ops",
+        lambda g: (_aug_batch(g), torch.tensor([10, 6, 7, 9]), torch.tensor([0.0, 3.0, 100.0, 0.0], dtype=torch.float64)),
+        A.apply_ops,
+        lambda F, im, i, o, m: [F.invert(im), F.posterize(im, 3), F.solarize(im, 100.0), F.equalize(im)][i]),
 }
 CASES.update(AUGMENT_CASES)
 

@@ -29,8 +29,9 @@ MEAN, STD = [0.1, 0.2, 0.3], [0.5, 0.6, 0.7]
 
 
 class Sample(NamedTuple):
-    """Small float64 inputs for one op (uint8 batches for tensorops.augment's): ``make(device)`` gives the primals; ``ours(*primals)`` calls the op,
-    ``theirs(*primals)`` torch's equivalent; ``out(*primals)`` gives a fresh out= argument (None: no out=)."""
+    """Small float64 inputs for one op (uint8 batches for tensorops.augment's): ``make(device)`` gives the
+    primals; ``ours(*primals)`` calls the op, ``theirs(*primals)`` torch's equivalent (torchvision's, per sample);
+    ``out(*primals)`` gives a fresh out= argument (None: no out=)."""
 
     make: Callable[[str], Tuple[torch.Tensor, ...]]
     ours: Callable
