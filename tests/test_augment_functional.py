@@ -87,9 +87,16 @@ def _assert_layout(out: torch.Tensor, batch: torch.Tensor) -> None:
         assert out.is_contiguous(), out.stride()
 
 
+@pytest.fixture(autouse=True)
+def _no_tf32(monkeypatch):
+    """torchvision's sharpness on CUDA is a cuDNN conv2d, which may run in TF32 (not float32) unless told not to."""
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+
+
 def _reference(F, fn, batch: torch.Tensor, args: Sequence[tuple]) -> torch.Tensor:
-    """``fn(F, image_i, *args[i])`` for each sample, stacked (an empty batch: empty)."""
-    batch = batch.cpu()
+    """``fn(F, image_i, *args[i])`` for each sample, stacked (an empty batch: empty), on the batch's device: a CUDA
+    result is compared with torchvision's on the same CUDA images (the colour ops; the geometric tests pass their
+    CPU batch: the CUDA kernels equal the CPU ones there, tests/test_augment_cuda.py)."""
     if batch.shape[0] == 0:
         return batch.clone()
     return torch.stack([fn(F, batch[i], *args[i]) for i in range(batch.shape[0])])
@@ -105,10 +112,12 @@ def _call(fn, batch, *args, **kwargs) -> torch.Tensor:
     return out
 
 
-def _assert_equal(out: torch.Tensor, want: torch.Tensor, what: str = "") -> None:
-    out = out.cpu()
+def _assert_equal(out: torch.Tensor, want: torch.Tensor, what: str = "", max_step: int = 0) -> None:
+    out, want = out.cpu(), want.cpu()
     if not torch.equal(out, want):
         d = (out.int() - want.int()).abs()
+        if max_step and int(d.max()) <= max_step:
+            return
         bad = (d > 0).nonzero()[:5].tolist()
         raise AssertionError(f"{what}: {int((d > 0).sum())} of {d.numel()} values differ (max {int(d.max())}), "
                              f"first at {bad}")
@@ -135,6 +144,13 @@ COLOUR: Dict[str, Tuple[Optional[Callable], Callable]] = {
 }
 
 
+def _step(name: str, device: str) -> int:
+    """The values may differ by this much: contrast on CUDA takes the image mean as torch's CUDA mean (sum times
+    1 / count), which may round apart from the CPU's and from torchvision's by one step (the lead's CUDA contract,
+    tests/test_augment_cuda.py); everything else is bit for bit."""
+    return 1 if name in ("adjust_contrast", "contrast") and device == "cuda" else 0
+
+
 def _colour(name: str, batch: torch.Tensor, values: Optional[torch.Tensor]):
     if name == "rgb_to_grayscale":
         return _call(A.rgb_to_grayscale, batch, batch.shape[1])
@@ -153,7 +169,7 @@ def test_colour_ops_equal_torchvision_per_sample(F, device, name, images, layout
     out = _colour(name, batch, values)
     _assert_layout(out, batch)
     args = [(v.item(),) for v in values] if values is not None else [()] * n
-    _assert_equal(out, _reference(F, theirs, batch, args), f"{name} on {images} ({layout})")
+    _assert_equal(out, _reference(F, theirs, batch, args), f"{name} on {images} ({layout})", _step(name, device))
 
 
 @pytest.mark.parametrize("name", [k for k, v in COLOUR.items() if v[0] is not None])
@@ -163,7 +179,8 @@ def test_a_number_is_every_samples_argument(F, device, name):
     value = draw(1, 3)[0].item()
     out = getattr(A, name)(batch, value)
     _assert_equal(out, getattr(A, name)(batch, torch.full((4,), value, dtype=F64)), f"{name}({value})")
-    _assert_equal(out, _reference(F, theirs, batch, [(value,)] * 4), f"{name}({value}) vs torchvision")
+    _assert_equal(out, _reference(F, theirs, batch, [(value,)] * 4), f"{name}({value}) vs torchvision",
+                  _step(name, device))
 
 
 @pytest.mark.parametrize("name", list(COLOUR) + ["erase", "affine", "rotate", "apply_ops"])
@@ -269,7 +286,7 @@ def test_erase_equals_torchvision(F, device, value, layout):
     def theirs(F, im, i):
         t, l, h, w = BOXES[i].tolist()
         if value == "per-pixel":
-            vi = v[i, :, t:t + h, l:l + w].cpu()
+            vi = v[i, :, t:t + h, l:l + w]
         elif value == "per-channel":
             vi = v[i].view(3, 1, 1)
         else:
@@ -523,7 +540,7 @@ def test_apply_ops_gives_each_sample_its_op(F, device, images, interpolation, fi
                 src_map = _source(F, h, w, 0.0, (m, 0.0) if name == "translate_x" else (0.0, m), 1.0, (0.0, 0.0), None)
             geometric.append((i, want, src_map))
         else:
-            _assert_equal(out[i], want, f"apply_ops sample {i} ({name} {m})")
+            _assert_equal(out[i], want, f"apply_ops sample {i} ({name} {m})", _step(name, device))
     # the geometric samples together (a fraction of one small image's values would allow no pixel at all)
     rows = [i for i, _, _ in geometric]
     _assert_close_geometry(out[rows], torch.stack([w for _, w, _ in geometric]), batch[rows], interpolation,

@@ -220,8 +220,8 @@ _AUG_NOT_CAPTURED = ("its per-sample arguments are read on the host (CPU tensors
                      "as the policies draw them")
 
 
-def _aug_batch(g, c=3, channels_last=False):
-    x = torch.randint(0, 256, (4, c, 36, 36), dtype=torch.uint8, generator=g)
+def _aug_batch(g, c=3, channels_last=False, side=36):
+    x = torch.randint(0, 256, (4, c, side, side), dtype=torch.uint8, generator=g)
     return x.contiguous(memory_format=torch.channels_last) if channels_last else x
 
 
@@ -256,7 +256,8 @@ AUGMENT_CASES = {
     "augment_brightness_nhwc": _aug_case(
         "adjust_brightness", lambda g: (_aug_batch(g, channels_last=True), _factors(g)), A.adjust_brightness,
         lambda F, im, i, f: F.adjust_brightness(im, float(f[i]))),
-    "augment_contrast": _aug_case("adjust_contrast", lambda g: (_aug_batch(g), _factors(g)), A.adjust_contrast,
+    # 32x32: the grayscale mean is exact on every device (CUDA's torch mean may round apart from the CPU's elsewhere)
+    "augment_contrast": _aug_case("adjust_contrast", lambda g: (_aug_batch(g, side=32), _factors(g)), A.adjust_contrast,
                                   lambda F, im, i, f: F.adjust_contrast(im, float(f[i]))),
     "augment_saturation": _aug_case("adjust_saturation", lambda g: (_aug_batch(g), _factors(g)), A.adjust_saturation,
                                     lambda F, im, i, f: F.adjust_saturation(im, float(f[i]))),
