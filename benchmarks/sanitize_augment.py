@@ -147,6 +147,28 @@ def run_erase(device: torch.device) -> None:
     _each_shape("erase per-pixel", device, lambda x: A.erase(x, boxes(x), 255 - x))
 
 
+def run_mix(device: torch.device) -> None:
+    for k in (1, 3, 8):  # 8: the most the kernel takes (more: torch's ops)
+        for label, make in SHAPES:
+            def one(make=make, k=k):
+                x = make(device)
+                augs = [255 - x if i % 2 else x.flip(-1).contiguous(memory_format=_format(x)) for i in range(k)]
+                w = torch.rand(x.shape[0], 1 + k, device=device)
+                w = w / w.sum(1, keepdim=True)  # AugMix's convex weights: the mix stays within uint8
+                out = A.mix(x, augs, w)
+                dims = (x.shape[0], 1, 1, 1)
+                want = w[:, 0].reshape(dims) * x
+                for i, a in enumerate(augs):
+                    want.add_(w[:, 1 + i].reshape(dims) * a)
+                assert torch.equal(out, want.to(torch.uint8)), f"mix of {k}: differs from v2's float32 mix"
+            call(f"mix {k} chains {label}", one)
+
+
+def _format(x: torch.Tensor) -> torch.memory_format:
+    cl = x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
+    return torch.channels_last if cl else torch.contiguous_format
+
+
 def run_apply_ops(device: torch.device) -> None:
     from tensorops.augment.functional import OPS
 

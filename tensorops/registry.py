@@ -98,6 +98,7 @@ OPS: Dict[str, OpInfo] = {
             "posterize", "solarize", "autocontrast", "equalize", "invert", "rgb_to_grayscale", "affine", "rotate")),
         _augment("erase", "augment_erase"),
         _augment("apply_ops", torch_name="per-sample torchvision.transforms.v2.functional ops (TrivialAugmentWide's)"),
+        _augment("mix", "augment_mix", torch_name="v2.AugMix's mix of its chains (torchvision.transforms.v2.AugMix)"),
     )
 }
 

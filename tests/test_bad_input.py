@@ -84,6 +84,7 @@ AUGMENT_ARGS = {  # the arguments after the batch that make a valid call
     "adjust_sharpness": (1.0,), "posterize": (4,), "solarize": (128.0,), "autocontrast": (), "equalize": (),
     "invert": (), "rgb_to_grayscale": (), "affine": (), "rotate": (30.0,),
     "erase": (torch.zeros(2, 4, dtype=torch.long),), "apply_ops": (torch.tensor([1, 2]), torch.ones(2)),
+    "mix": ([torch.zeros(2, 3, 4, 4, dtype=torch.uint8)], torch.full((2, 2), 0.5)),
 }
 
 
@@ -329,6 +330,10 @@ CATALOGUE = [
     Row("apply_ops/hue-magnitude-out-of-range", "apply_ops", lambda: ((_u8(), torch.tensor([4, 4]), torch.tensor([0.0, 0.6])), {}), ValueError, r"\bmagnitudes \(hue\) of sample 1\b"),
     Row("apply_ops/posterize-magnitude-9", "apply_ops", lambda: ((_u8(), torch.tensor([0, 6]), torch.tensor([0.0, 9.0])), {}), ValueError, r"\bmagnitudes \(posterize\) of sample 1\b"),
     Row("apply_ops/interpolation", "apply_ops", lambda: ((_u8(), torch.tensor([0, 16]), torch.zeros(2)), {"interpolation": "area"}), ValueError, r"\binterpolation\b"),
+    Row("mix/augmented-shape", "mix", lambda: ((_u8(), [_u8(shape=(2, 3, 4, 5))], torch.full((2, 2), 0.5)), {}), ValueError, r"augmented\[0\]"),
+    Row("mix/augmented-float", "mix", lambda: ((_u8(), [_u8(torch.float32)], torch.full((2, 2), 0.5)), {}), TypeError, r"augmented\[0\]"),
+    Row("mix/weights-columns", "mix", lambda: ((_u8(), [_u8()], torch.full((2, 3), 0.5)), {}), ValueError, r"\bweights\b"),
+    Row("mix/weights-list", "mix", lambda: ((_u8(), [_u8()], [[0.5, 0.5]] * 2), {}), ValueError, r"\bweights\b"),
     # torch.ops.tensorops.augment_* (what compiled graphs call): the C++ checks
     Row("ops.augment_apply/batch-float", "ops.augment_apply", lambda: ((_u8().float(), _codes(1), _params()), {"interpolation": 0, "fill": None}), TypeError, r"\bbatch\b"),
     Row("ops.augment_apply/ops-int32", "ops.augment_apply", lambda: ((_u8(), _codes(1).int(), _params()), {"interpolation": 0, "fill": None}), TypeError, r"\bops\b"),
@@ -339,6 +344,9 @@ CATALOGUE = [
     Row("ops.augment_apply/interpolation-2", "ops.augment_apply", lambda: ((_u8(), _codes(12), _params()), {"interpolation": 2, "fill": None}), ValueError, r"\binterpolation\b"),
     Row("ops.augment_apply/fill-2-values", "ops.augment_apply", lambda: ((_u8(), _codes(12), _params()), {"interpolation": 0, "fill": [1.0, 2.0]}), ValueError, r"\bfill\b"),
     Row("ops.augment_apply/quarter-turn-not-square", "ops.augment_apply", lambda: ((_u8(shape=(2, 3, 3, 4)), _codes(13), _params()), {"interpolation": 0, "fill": None}), ValueError, r"\bops\b.*sample 0.*square"),
+    Row("ops.augment_mix/no-augmented", "ops.augment_mix", lambda: ((_u8(), [], torch.ones(2, 1)), {}), ValueError, r"\baugmented\b"),
+    Row("ops.augment_mix/augmented-strides", "ops.augment_mix", lambda: ((_u8(), [_u8().contiguous(memory_format=torch.channels_last)[:, :, :, :]], torch.ones(2, 2)), {}), ValueError, r"\baugmented\b"),
+    Row("ops.augment_mix/weights-float64", "ops.augment_mix", lambda: ((_u8(), [_u8()], torch.ones(2, 2, dtype=torch.float64)), {}), TypeError, r"\bweights\b"),
     Row("ops.augment_erase/boxes-int32", "ops.augment_erase", lambda: ((_u8(), torch.zeros(2, 4, dtype=torch.int32), torch.zeros(2, 3, dtype=torch.uint8)), {}), TypeError, r"\bboxes\b"),
     Row("ops.augment_erase/boxes-negative", "ops.augment_erase", lambda: ((_u8(), torch.tensor([[0, 0, 1, 1], [0, -1, 1, 1]]), torch.zeros(2, 3, dtype=torch.uint8)), {}), ValueError, r"\bboxes\b.*sample 1"),
     Row("ops.augment_erase/value-float", "ops.augment_erase", lambda: ((_u8(), torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, 3)), {}), TypeError, r"\bvalue\b"),

@@ -250,6 +250,11 @@ def _box_of(v, box):
     return v[:, t:t + h, l:l + w]
 
 
+def _convex(w):
+    """Mixing weights as AugMix's: non-negative, summing to 1 per sample (the mix stays within uint8)."""
+    return w / w.sum(1, keepdim=True)
+
+
 A = tensorops.augment
 QUARTERS = [90.0, -90.0, 180.0, 270.0]
 AUGMENT_CASES = {
@@ -293,6 +298,13 @@ AUGMENT_CASES = {
         lambda g: (_aug_batch(g), torch.tensor([10, 6, 7, 9]), torch.tensor([0.0, 3.0, 100.0, 0.0], dtype=torch.float64)),
         A.apply_ops,
         lambda F, im, i, o, m: [F.invert(im), F.posterize(im, 3), F.solarize(im, 100.0), F.equalize(im)][i]),
+    # AugMix's mix of two chains with per-sample weights (pure torch: v2's float32 order)
+    "augment_mix": Case(
+        "mix", lambda g: (_aug_batch(g), _aug_batch(g), _aug_batch(g), _convex(torch.rand(4, 3, generator=g))),
+        lambda x, a, b, w: [A.mix(x, [a, b], w)],
+        lambda x, a, b, w: [(w[:, :1, None, None] * x).add_(w[:, 1:2, None, None] * a).add_(w[:, 2:, None, None] * b)
+                            .to(torch.uint8)],
+        not_captured=_AUG_NOT_CAPTURED),
 }
 CASES.update(AUGMENT_CASES)
 

@@ -212,6 +212,21 @@ _AUGMENT = {
 for _name, (_extra, _ours, _theirs) in _AUGMENT.items():
     SAMPLES[_name] = Sample(lambda d, e=_extra: (_u8(d), *e(d)), _ours, _per_sample(_theirs))
 
+
+def _torch_mix(x, *rest):
+    """v2.AugMix's mix in float32: w0 * batch, then + w_i * augmented_i in order, truncated to uint8."""
+    *augs, w = rest
+    dims = (x.shape[0], 1, 1, 1)
+    out = w[:, 0].reshape(dims) * x
+    for i, a in enumerate(augs):
+        out.add_(w[:, 1 + i].reshape(dims) * a)
+    return out.to(torch.uint8)
+
+
+SAMPLES["mix"] = Sample(lambda d: (_u8(d), _u8(d, seed=1), _u8(d, seed=2),
+                                   torch.tensor([[0.5, 0.3, 0.2], [0.1, 0.0, 0.9], [1.0, 0.0, 0.0]]).to(d)),
+                        lambda x, a, b, w: tensorops.augment.mix(x, [a, b], w), _torch_mix)
+
 ROWS = [pytest.param(op, id=name) for name, op in OPS.items()]
 
 
