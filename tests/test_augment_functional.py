@@ -555,6 +555,21 @@ def test_apply_ops_takes_a_number_and_rotates_quarter_turns_exactly(F):
     _assert_equal(out, torch.rot90(batch, 3, dims=(-2, -1)), "rotate 270 through apply_ops")
 
 
+@pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
+def test_apply_ops_k_ops_per_sample_equal_k_rounds(device, interpolation):
+    """ops (N, K): each sample's K ops in order in one call, the same as K calls of one op per sample."""
+    batch = _layout(_random((6, 3, 20, 20), seed=32), "channels_last").to(device)
+    g = _gen(33)
+    ops = torch.randint(0, len(OPS), (6, 3), generator=g)
+    mags = torch.stack([torch.tensor([MAGNITUDES[OPS[o]] for o in row.tolist()], dtype=F64) for row in ops])
+    out, names = kernel_ran(A.apply_ops, batch, ops, mags, interpolation=interpolation, fill=[1, 2, 3])
+    want = batch
+    for j in range(3):
+        want = A.apply_ops(want, ops[:, j], mags[:, j], interpolation=interpolation, fill=[1, 2, 3])
+    _assert_equal(out, want, f"K ops {ops.tolist()}")
+    _assert_layout(out, batch)
+
+
 # ---- mix: AugMix's weighted sum of chains -------------------------------------------------------------------------
 def _v2_mix(batch, augmented, weights):
     """torchvision 0.29.1's v2.AugMix: ``mix = m[:, 0] * batch`` then ``mix.add_(w_i * chain_i)`` in float32, in that
