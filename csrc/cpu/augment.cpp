@@ -62,8 +62,8 @@ void lut_row(const uint8_t* x, uint8_t* y, int64_t n, const uint8_t* lut) {
 
 // Bilinear affine's gathers and arithmetic, 16 outputs at a time (AVX-512): each pair of horizontal taps read as one
 // 32-bit word at the left tap's byte offset in a plane padded by 4 bytes on both sides (taps outside: value 0), then
-// math/augment.h's bilinear_sum and bilinear_finish as vector operations, one rounding each (fp-contract is off
-// in this file: no fused multiply-add), the tail through those functions themselves.
+// math/augment.h's bilinear_sum and bilinear_finish as vector operations, rounded as they round (fp-contract is
+// off in this file: fused only where written), the tail through those functions themselves.
 #if TENSOROPS_CPU_AVX2
 __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq"))) void bilinear_row_avx512(
     const uint8_t* plane, int64_t W, const int32_t* tx, const int32_t* ty, const uint8_t* const* ok,
@@ -94,9 +94,7 @@ __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq"))) void bili
     pair(k2, k3, _mm512_add_epi32(o, vw), v2, v3);
     const __m512 w0 = _mm512_loadu_ps(wt[0] + t), w1 = _mm512_loadu_ps(wt[1] + t), w2 = _mm512_loadu_ps(wt[2] + t),
                  w3 = _mm512_loadu_ps(wt[3] + t);
-    __m512 sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(v0, w0), _mm512_mul_ps(v1, w1)),
-                                             _mm512_mul_ps(v2, w2)),
-                               _mm512_mul_ps(v3, w3));
+    __m512 sum = _mm512_fmadd_ps(v3, w3, _mm512_fmadd_ps(v2, w2, _mm512_fmadd_ps(v1, w1, _mm512_mul_ps(v0, w0))));
     if (has_fill) {
       const __m512 mask = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(w0, w1), w2), w3);
       sum = _mm512_add_ps(_mm512_mul_ps(_mm512_sub_ps(sum, vf), mask), vf);

@@ -17,10 +17,10 @@ namespace tensorops {
 namespace augment_host {
 
 void check_batch(const at::Tensor& self, const char* op) {
-  TENSOROPS_CHECK_TYPE(self.scalar_type() == at::kByte, op, ": batch must be uint8, got ", self.scalar_type());
-  TENSOROPS_CHECK_VALUE(self.dim() == 4, op, ": batch must be (N, C, H, W), got ", self.dim(), " dims");
-  TENSOROPS_CHECK_VALUE(self.size(1) == 1 || self.size(1) == 3, op, ": batch must have 1 or 3 channels, got ",
-                        self.size(1));
+  TENSOROPS_CHECK_TYPE(self.scalar_type() == at::kByte, "batch", "must be uint8 (", op, "), got ", self.scalar_type());
+  TENSOROPS_CHECK_VALUE(self.dim() == 4, "batch", "must be (N, C, H, W) (", op, "), got ", self.dim(), " dims");
+  TENSOROPS_CHECK_VALUE(self.size(1) == 1 || self.size(1) == 3, "batch", "must have 1 or 3 channels (", op,
+                        "), got ", self.size(1));
 }
 
 // From the batch cache (batch_cache.h): a fresh 4.8 MB output per call would page-fault its way in every time.
