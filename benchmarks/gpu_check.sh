@@ -9,7 +9,8 @@
 #   bench      python -m benchmarks --quick --device cuda --no-compile (with the device's copy bandwidth; no
 #              torch.compile column: its cold compiles alone would spend the step's budget)  ->
 #              OUTDIR/bench_cuda_quick.json, rewritten after every row, so a bench killed at its budget keeps the
-#              rows it finished (meta.partial says so)
+#              rows it finished (meta.partial says so); then python -m benchmarks.augment_cuda (the augment policies on
+#              the device vs torchvision v2 there, 60 s at most) -> OUTDIR/bench_augment_cuda.json
 #   memcheck, racecheck
 #              compute-sanitizer over benchmarks/sanitize_ops.py (every kernel), when the sanitizer works on this
 #              machine (else recorded as unavailable). Each has a fixed share of the deadline (SHARE_PCT: 15% and
@@ -109,7 +110,7 @@ declare -A MIN_S=([gpu]=3 [build]=20 [tests]=20 [bench]=15 [memcheck]=15 [racech
 if [[ -n "${GPU_CHECK_MIN_S:-}" ]]; then  # the plumbing tests use short deadlines: one minimum for every step
     for s in "${!MIN_S[@]}"; do MIN_S[$s]=$GPU_CHECK_MIN_S; done
 fi
-declare -A MAX_S=([gpu]=30 [build]=240 [tests]=200 [bench]=90 [memcheck]=120 [racecheck]=120)
+declare -A MAX_S=([gpu]=30 [build]=240 [tests]=200 [bench]=150 [memcheck]=120 [racecheck]=120)
 # The sanitizer steps' fixed shares of the deadline (percent): reserved from the start (earlier steps leave them),
 # and the most each gets.
 declare -A SHARE_PCT=([memcheck]=15 [racecheck]=10)
@@ -321,6 +322,12 @@ step_bench() {
         return 4
     fi
     "$PYTHON" -m benchmarks --quick --device cuda --no-compile --out "$OUTDIR" --no-progress
+    local rc=$?
+    # tensorops.augment's policies on the device against torchvision v2 there, each checked against the CPU
+    # kernels (OUTDIR/bench_augment_cuda.json); at most 60 s, and never what fails the step
+    timeout 60 "$PYTHON" -m benchmarks.augment_cuda --device cuda --out "$OUTDIR" ||
+        echo "benchmarks.augment_cuda did not finish (its rows are missing from bench_augment_cuda.json)"
+    return $rc
 }
 
 find_sanitizer() {

@@ -750,3 +750,18 @@ def test_pipeline_runs_every_path_on_a_few_files(tmp_path, monkeypatch, capsys):
     assert "no-such-python" in data["resize_only"]["Pillow-SIMD"]["skipped"]  # skipped, saying why
     text = capsys.readouterr().out
     assert "| train | 0 |" in text and "Pillow-SIMD: skipped" in text
+
+
+def test_augment_cuda_smoke_runs_and_checks_against_the_cpu_kernels(tmp_path):
+    """benchmarks.augment_cuda (gpu_check.sh's augment rows) at smoke size on the CPU: every policy row is written,
+    timed against torchvision where it is installed, and checked against the CPU kernels."""
+    pytest.importorskip("tensorops.augment")
+    import json
+
+    from benchmarks import augment_cuda
+
+    assert augment_cuda.main(["--device", "cpu", "--smoke", "--out", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "bench_augment_cuda.json").read_text())["rows"]
+    assert [r["row"] for r in rows] == list(augment_cuda._policies())
+    assert all(r["check"] == "equal to the CPU kernels" for r in rows), [r["check"] for r in rows]
+    assert all(r["ms_per_image"]["tensorops"] > 0 for r in rows)
