@@ -289,6 +289,9 @@ def view_recipes(path: str, result: Dict[str, Any]) -> Table:
     CPU ms per image all processes spent (main + workers), and the per-round ratio to torchvision v2's path."""
     rows = []
     for r in result["rows"]:
+        if "skipped" in r:
+            rows.append([r["recipe"], r["path"], str(r["workers"]), f"skipped: {r['skipped']}", "-", "-"])
+            continue
         sp = r["images_per_s_spread"]
         ratio = r.get("vs_torchvision")
         cpu = r.get("cpu_ms_per_image")
