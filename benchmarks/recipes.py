@@ -123,7 +123,8 @@ def _need(find: Callable[[str], Any], name: str) -> Any:
 def tops_policy(find: Callable[[str], Any], policy: str) -> Tuple[Callable[[torch.Tensor], torch.Tensor], str]:
     """The recipe's policy from tensorops.augment, and how it was built (said in the JSON)."""
     if policy == "TrivialAugmentWide":
-        return _need(find, "TrivialAugmentWide")(), "TrivialAugmentWide()"
+        return (_need(find, "TrivialAugmentWide")(interpolation="bilinear"),
+                'TrivialAugmentWide(interpolation="bilinear")')  # as the torchvision path (the reference's presets)
     try:
         timm = importlib.import_module("tensorops.augment.timm")
     except ImportError:
@@ -153,21 +154,23 @@ class TopsCollate:
 
         self.normalize = tensorops.normalize
         self.policy, self.policy_how = tops_policy(find, recipe["policy"])
-        kw: Dict[str, Any] = dict(train=True, dtype=torch.uint8)
         self.native = "augment" in inspect.signature(ResizedCropMirrorNormalizeCollate).parameters
-        if self.native:
-            kw["augment"] = self.policy
-        self.collate = ResizedCropMirrorNormalizeCollate(recipe["crop"], None, None, **kw)
+        if self.native:  # uint8 batch, the policy from the collate's own stream, then its normalize: float32
+            self.collate = ResizedCropMirrorNormalizeCollate(recipe["crop"], MEAN, STD, train=True,
+                                                             augment=self.policy)
+        else:
+            self.collate = ResizedCropMirrorNormalizeCollate(recipe["crop"], None, None, train=True,
+                                                             dtype=torch.uint8)
         self.erase = _need(find, "RandomErasing")(p=recipe["erase_p"], value=recipe["erase_value"])
         self.mix = v2.RandomChoice([_need(find, "MixUp")(alpha=recipe["mixup"], num_classes=NUM_CLASSES),
                                     _need(find, "CutMix")(alpha=recipe["cutmix"], num_classes=NUM_CLASSES)])
 
     def __call__(self, samples: Sequence[Tuple[Any, Any]]) -> Tuple[torch.Tensor, torch.Tensor]:
-        images, labels = self.collate(samples)
+        x, labels = self.collate(samples)
         if not self.native:
-            images = self.policy(images)
-        x = self.erase(self.normalize(images, MEAN, STD))
-        return self.mix(x, labels)
+            x = self.normalize(self.policy(x), MEAN, STD)
+        # RandomErasing and MixUp / CutMix after normalize, where both recipes put them
+        return self.mix(self.erase(x), labels)
 
 
 # ------------------------------------------------------------------------------------------------ timing
@@ -187,8 +190,9 @@ def make_loader(path: str, recipe: Dict[str, Any], files: Sequence[str], labels:
         collate = TopsCollate(recipe, find)
         data = Files(files, labels, tio.loader, None, length)
         how = {"policy": collate.policy_how,
-               "augment_in": "the collate's augment= argument" if collate.native else
-                             "a wrapper collate applying it after the decode collate (no augment= yet)"}
+               "augment_in": "the collate's augment= argument (it normalizes after it)" if collate.native else
+                             "a wrapper collate applying it after the uint8 decode collate, then "
+                             "tensorops.normalize (the collate has no augment= yet)"}
     loader = DataLoader(data, batch_size=BATCH, shuffle=False, num_workers=workers, collate_fn=collate,
                         persistent_workers=workers > 0)
     return loader, how
