@@ -244,14 +244,15 @@ def kornia_modules() -> Tuple[Any, Any, str]:
 
 
 def tensorops_augment() -> Tuple[Optional[Callable[[str], Any]], str]:
-    """(find(name) -> tensorops.augment's function or class of that name, or None; what was found): looks in
-    tensorops.augment, its ``functional`` and its ``transforms``."""
+    """(find(name) -> tensorops.augment's function or class of that name, or None; what was found, with the
+    file it came from: an editable install resolves a module missing from this checkout in the install's tree):
+    looks in tensorops.augment, its ``functional``, ``transforms`` and ``timm`` (the policy-string parser)."""
     try:
         A = importlib.import_module("tensorops.augment")
-    except ImportError as exc:
-        return None, f"tensorops.augment is not in this build ({exc})"
+    except Exception as exc:  # ImportError, or a half-built tree whose ops are not in the loaded library
+        return None, f"tensorops.augment is not in this build ({type(exc).__name__}: {exc})"
     places = [A]
-    for sub in ("functional", "transforms"):
+    for sub in ("functional", "transforms", "timm"):
         try:
             places.append(importlib.import_module(f"tensorops.augment.{sub}"))
         except ImportError:
@@ -263,7 +264,8 @@ def tensorops_augment() -> Tuple[Optional[Callable[[str], Any]], str]:
                 return getattr(p, name)
         return None
 
-    return find, "tensorops.augment (" + ", ".join(p.__name__ for p in places) + ")"
+    return find, f"tensorops.augment from {os.path.dirname(A.__file__ or '?')} (" + \
+        ", ".join(p.__name__ for p in places) + ")"
 
 
 class _Namespace:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import inspect
 import os
 import statistics
@@ -69,6 +68,8 @@ RECIPES: Dict[str, Dict[str, Any]] = {
               crop=224, policy="rand-m9-mstd0.5-inc1", erase_p=0.25, erase_value="random", mixup=0.8, cutmix=1.0),
 }
 IMAGES = ("real", "photo-like")
+# what tensorops.augment (its timm module) may call the parser of timm's policy strings: timm's own name first
+TIMM_PARSERS = ("rand_augment_transform", "from_timm", "from_string", "policy_from_string", "create_policy")
 
 
 # ------------------------------------------------------------------------------------------------ torchvision
@@ -125,17 +126,13 @@ def tops_policy(find: Callable[[str], Any], policy: str) -> Tuple[Callable[[torc
     if policy == "TrivialAugmentWide":
         return (_need(find, "TrivialAugmentWide")(interpolation="bilinear"),
                 'TrivialAugmentWide(interpolation="bilinear")')  # as the torchvision path (the reference's presets)
-    try:
-        timm = importlib.import_module("tensorops.augment.timm")
-    except ImportError:
-        timm = None
-    for name in ("rand_augment_transform", "from_timm", "from_string", "policy_from_string", "create_policy"):
-        fn = getattr(timm, name, None) if timm is not None else None
+    for name in TIMM_PARSERS:
+        fn = find(name)
         if fn is None:
             continue
         for args in ((policy,), (policy, {})):
             try:
-                return fn(*args), f"tensorops.augment.timm.{name}{args!r}"
+                return fn(*args), f"tensorops.augment {name}{args!r}"
             except TypeError:
                 continue
     return _need(find, "RandAugment")(num_ops=2, magnitude=9), \
