@@ -316,7 +316,9 @@ def statements(name: str, batch: torch.Tensor, d: Dict[str, torch.Tensor], find:
         raise ValueError(f"unknown row {name!r}; choose from {', '.join(row_names())}")
     dtype = U8 if op is not None else pol.dtype
     x = batch if dtype == U8 else F.normalize(F.to_dtype(batch, torch.float32, scale=True), MEAN, STD)
-    images = [im.clone() for im in x]  # what a Dataset hands its transform: one tensor per image
+    # what a Dataset hands its transform: one tensor per image (clone keeps the batch's strides: channels_last
+    # images are HWC in memory, as decode_jpeg's and the collate's)
+    images = [im.clone() for im in x]
     stmts: Dict[str, Callable[[], Any]] = {}
     kx = batch.float().div(255) if dtype == U8 else x  # kornia's input: float, [0, 1] for the colour ops
     labels = torch.randint(0, NUM_CLASSES, (x.shape[0],), generator=torch.Generator().manual_seed(1))
@@ -397,11 +399,16 @@ def measure_row(name: str, batch: torch.Tensor, d: Dict[str, torch.Tensor], find
             "ratio_to_baseline": ratios}
 
 
+LAYOUTS = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
+
+
 def run(grid: str = "quick", threads: Sequence[int] = (1, 0), sets: Sequence[str] = SETS,
         only: Optional[Sequence[str]] = None, rounds: Optional[int] = None, load: int = 0,
-        load_limit_s: float = DEFAULT_LIMIT_S, say: Callable[[str], None] = print) -> Dict[str, Any]:
-    """Every row on every image set at each thread count (0: all of torch's threads); returns the result dict
-    (``meta``, ``rows``)."""
+        load_limit_s: float = DEFAULT_LIMIT_S, say: Callable[[str], None] = print,
+        layouts: Sequence[str] = ("contiguous",)) -> Dict[str, Any]:
+    """Every row on every image set at each thread count (0: all of torch's threads) and batch memory layout
+    (``LAYOUTS``: the collate gives either; a per-image tensor keeps the batch's strides); returns the result
+    dict (``meta``, ``rows``)."""
     n, side, grid_rounds, min_run_time = GRID[grid]
     rounds = rounds or grid_rounds
     names = list(only) if only else row_names()
@@ -418,6 +425,9 @@ def run(grid: str = "quick", threads: Sequence[int] = (1, 0), sets: Sequence[str
     thread_counts = [t or all_threads for t in threads]
     start = time.perf_counter()
     d = draws(n, side)
+    bad = [x for x in layouts if x not in LAYOUTS]
+    if bad:
+        raise ValueError(f"unknown layouts {bad}; choose from {', '.join(LAYOUTS)}")
     batches = {s: image_batch(s, n, side) for s in sets}
     rows: List[Dict[str, Any]] = []
     busy = BusyLoad(load, load_limit_s)
@@ -428,10 +438,12 @@ def run(grid: str = "quick", threads: Sequence[int] = (1, 0), sets: Sequence[str
         for t in thread_counts:
             torch.set_num_threads(t)
             for s in sets:
-                say(f"  {s}, {t} thread(s): {len(names)} rows")
-                for name in names:
-                    rows.append({"set": s, "threads": t, **measure_row(name, batches[s], d, find, K, KA, rounds,
-                                                                        min_run_time)})
+                for lay in layouts:
+                    say(f"  {s}, {lay}, {t} thread(s): {len(names)} rows")
+                    b = batches[s].contiguous(memory_format=LAYOUTS[lay])
+                    for name in names:
+                        rows.append({"set": s, "layout": lay, "threads": t,
+                                     **measure_row(name, b, d, find, K, KA, rounds, min_run_time)})
         load_info = busy.describe()
     finally:
         watch.stop()
@@ -439,7 +451,8 @@ def run(grid: str = "quick", threads: Sequence[int] = (1, 0), sets: Sequence[str
         torch.set_num_threads(all_threads)
     meta = {
         **machine_info(), "torch_threads": all_threads, "grid": grid, "images": n, "side": side, "rounds": rounds,
-        "min_run_time_s": min_run_time, "threads": thread_counts, "sets": list(sets), "load": load_info,
+        "min_run_time_s": min_run_time, "threads": thread_counts, "sets": list(sets), "layouts": list(layouts),
+        "load": load_info,
         "activity": watch.describe(), "wall_s": time.perf_counter() - start,
         "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "columns": {TV_IMAGE: "the v2 function / transform called on each image (its own draw), torch.stack",
@@ -462,6 +475,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     g.add_argument("--smoke", action="store_true", help="2 tiny images, 1 round: checks that it runs (seconds)")
     p.add_argument("--threads", default="1,0", help="torch threads per pass, comma-separated; 0 = all (default 1,0)")
     p.add_argument("--sets", default="real,photo-like", help="image sets: real, photo-like (default both)")
+    p.add_argument("--layouts", default="contiguous",
+                   help="batch memory layouts, comma-separated: contiguous, channels_last (default contiguous)")
     p.add_argument("--only", default=None, help=f"comma-separated rows (default all): {', '.join(row_names())}")
     p.add_argument("--rounds", type=int, default=None, help="interleaved rounds (overrides the grid's)")
     p.add_argument("--load", type=int, default=0, metavar="N", help="N busy background processes (benchmarks/load.py)")
@@ -488,7 +503,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(msg, file=sys.stderr, flush=True)
 
     try:
-        result = run(grid, threads, sets, only, args.rounds, args.load, args.load_limit, say)
+        result = run(grid, threads, sets, only, args.rounds, args.load, args.load_limit, say,
+                     [x.strip() for x in args.layouts.split(",") if x.strip()])
     except ValueError as exc:
         p.error(str(exc))
     path = save_json(args.out, f"augment_{grid}", args.load, result)

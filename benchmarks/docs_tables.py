@@ -262,7 +262,8 @@ def view_augment(path: str, result: Dict[str, Any], policies_only: bool = False,
     for r in result["rows"]:
         if (policies_only and r["kind"] != "policy") or (threads is not None and r["threads"] != threads):
             continue
-        cells = [r["set"], str(r["threads"]), r["row"]]
+        cells = [r["set"] + ("" if r.get("layout", "contiguous") == "contiguous" else f", {r['layout']}"),
+                 str(r["threads"]), r["row"]]
         for col in AUGMENT_COLUMNS:
             t = r["ms_per_image"].get(col)
             if t is None:

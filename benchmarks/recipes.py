@@ -12,16 +12,18 @@ The recipes (issue 36, item 6):
 * (b) timm's (DeiT): RandomResizedCrop(224) + flip + ``rand-m9-mstd0.5-inc1`` + Normalize + RandomErasing(0.25,
   per-pixel normal noise: timm's ``pixel`` mode, v2's ``value="random"``) + MixUp(0.8) / CutMix(1.0) per batch.
 
-Two paths per recipe, each a DataLoader over the same files with the same number of workers:
+Three paths per recipe, each a DataLoader over the same files with the same number of workers:
 
 * ``torchvision v2``: ``decode_jpeg(read_file)`` + the v2 transforms per image in the Dataset, ``default_collate``
   + ``RandomChoice([MixUp, CutMix])`` in the collate. timm's policy string has no v2 spelling: its column runs
   v2's ``RandAugment(num_ops=2, magnitude=9)`` (timm's magnitude noise, mstd0.5, and its increasing ops, inc1,
-  left out);
+  left out), the baseline of the ratios;
+* ``torchvision v2 PIL``: the same on PIL images (ImageFolder's loader, the reference scripts' default backend)
+  up to the policy, then ``PILToTensor``;
 * ``tensorops``: the file bytes (``tensorops.io.loader``) to the collate, which decodes each JPEG where its box
   reads into a uint8 batch (``ResizedCropMirrorNormalizeCollate(dtype=uint8)``), runs the policy on the batch
   (its ``augment=`` argument where the collate has one; until then a wrapper collate applies the same callable
-  after it: ``meta.tensorops_augment_in``), then ``tensorops.normalize``, RandomErasing and MixUp / CutMix of
+  after it: the row's ``augment_in``), then ``tensorops.normalize``, RandomErasing and MixUp / CutMix of
   ``tensorops.augment`` on the batch; recipe (b)'s policy from timm's string where ``tensorops.augment.timm``
   parses it.
 
@@ -49,11 +51,11 @@ from benchmarks import augment as bench_augment
 from benchmarks.case import real_photos
 from benchmarks.load import DEFAULT_LIMIT_S, ActivityWatch, BusyLoad, save_json
 from benchmarks.machine import machine_info
-from benchmarks.pipeline_paths import BATCH, MEAN, STD, Files, epoch, tensor_decode, write_jpegs
+from benchmarks.pipeline_paths import BATCH, MEAN, STD, Files, epoch, pil_decode, tensor_decode, write_jpegs
 from benchmarks.timing import spread
 
 NUM_CLASSES = 1000
-TV, TOPS = PATHS = ("torchvision v2", "tensorops")
+TV, TV_PIL, TOPS = PATHS = ("torchvision v2", "torchvision v2 PIL", "tensorops")
 GRID = {  # files, rounds, images per epoch (cycling over the files)
     "smoke": (4, 1, 8),
     "quick": (64, 3, 320),
@@ -83,14 +85,14 @@ def tv_policy(policy: str) -> Any:
     return v2.RandAugment(num_ops=2, magnitude=9)  # timm's string's closest v2 spelling
 
 
-def tv_transform(recipe: Dict[str, Any]) -> Any:
-    """The per-image v2 transform the recipe's Dataset applies (the reference's ClassificationPresetTrain, tensor
-    backend)."""
+def tv_transform(recipe: Dict[str, Any], pil: bool = False) -> Any:
+    """The per-image v2 transform the recipe's Dataset applies (the reference's ClassificationPresetTrain; ``pil``:
+    its default backend, PIL images up to the policy, then PILToTensor)."""
     from torchvision.transforms import v2
 
     return v2.Compose([
         v2.RandomResizedCrop(recipe["crop"], antialias=True), v2.RandomHorizontalFlip(), tv_policy(recipe["policy"]),
-        v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD),
+        *([v2.PILToTensor()] if pil else []), v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD),
         v2.RandomErasing(p=recipe["erase_p"], value=recipe["erase_value"]),
         v2.ToPureTensor(),
     ])
@@ -179,8 +181,10 @@ def make_loader(path: str, recipe: Dict[str, Any], files: Sequence[str], labels:
 
     from tensorops import io as tio
 
-    if path == TV:
-        data, collate, how = Files(files, labels, tensor_decode, tv_transform(recipe), length), TvCollate(recipe), {}
+    if path in (TV, TV_PIL):
+        pil = path == TV_PIL
+        data = Files(files, labels, pil_decode if pil else tensor_decode, tv_transform(recipe, pil), length)
+        collate, how = TvCollate(recipe), {}
     else:
         if find is None:
             raise NotImplementedError("tensorops.augment is not in this build")
@@ -324,7 +328,9 @@ def run(grid: str = "quick", recipes: Sequence[str] = ("a", "b"), images: str = 
                   "rounds; CPU ms per image: user + system time of the main process and its workers over the epoch",
         "paths": {TV: "decode_jpeg(read_file) + the recipe's v2 transforms per image in the Dataset; default_collate "
                       "+ RandomChoice([MixUp, CutMix]) in the collate (recipe (b): v2 RandAugment(2, 9) for timm's "
-                      "string)",
+                      "string); the ratios' baseline",
+                  TV_PIL: "the same with PIL images (ImageFolder's loader; the reference's default backend) up to "
+                          "the policy, then PILToTensor",
                   TOPS: "file bytes to the collate: decode into a uint8 batch where each box reads, the policy on "
                         "the batch, tensorops.normalize, RandomErasing, RandomChoice([MixUp, CutMix]) of "
                         "tensorops.augment"},
