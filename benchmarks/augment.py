@@ -227,6 +227,24 @@ def row_names() -> List[str]:
     return [o.name for o in ops()] + [p.name for p in policies()]
 
 
+def select(spec: str) -> List[str]:
+    """``--only``'s rows: comma-separated names (commas inside parentheses belong to the name), each a row's name,
+    its name without the arguments ("ColorJitter": both ColorJitter rows), or "ops" / "policies"; ValueError naming
+    what matches nothing."""
+    import re
+
+    out: List[str] = []
+    for item in (x.strip() for x in re.split(r",(?![^()]*\))", spec)):
+        if not item:
+            continue
+        hits = ([o.name for o in ops()] if item == "ops" else [p.name for p in policies()] if item == "policies"
+                else [n for n in row_names() if n == item or n.split("(")[0] == item])
+        if not hits:
+            raise ValueError(f"--only: no row is {item!r}; choose from ops, policies, {', '.join(row_names())}")
+        out += hits
+    return list(dict.fromkeys(out))
+
+
 # ------------------------------------------------------------------------------------------------ the columns
 
 
@@ -477,7 +495,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--sets", default="real,photo-like", help="image sets: real, photo-like (default both)")
     p.add_argument("--layouts", default="contiguous",
                    help="batch memory layouts, comma-separated: contiguous, channels_last (default contiguous)")
-    p.add_argument("--only", default=None, help=f"comma-separated rows (default all): {', '.join(row_names())}")
+    p.add_argument("--only", default=None, help="comma-separated rows (default all): ops, policies, or names "
+                   f"(with or without their arguments): {', '.join(row_names())}")
     p.add_argument("--rounds", type=int, default=None, help="interleaved rounds (overrides the grid's)")
     p.add_argument("--load", type=int, default=0, metavar="N", help="N busy background processes (benchmarks/load.py)")
     p.add_argument("--load-limit", type=float, default=DEFAULT_LIMIT_S, metavar="S")
@@ -491,7 +510,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         sets = [keys[s.strip()] for s in args.sets.split(",") if s.strip()]
     except (ValueError, KeyError) as exc:
         p.error(f"--threads takes integers, --sets real and/or photo-like ({exc})")
-    only = [s.strip() for s in args.only.split(",")] if args.only else None
+    try:
+        only = select(args.only) if args.only else None
+    except ValueError as exc:
+        p.error(str(exc))
     if not threads or any(t < 0 for t in threads) or not sets or args.load < 0 or (args.rounds or 1) < 1:
         p.error("--threads >= 0, --sets not empty, --load >= 0, --rounds >= 1")
     if REAL in sets and importlib.util.find_spec("skimage") is None:

@@ -738,3 +738,13 @@ def test_recipes_time_both_paths_of_both_recipes(tmp_path, monkeypatch):
     header, cells = docs_tables.view_recipes("x", data)
     assert len(cells) == 2 * len(recipes.PATHS) and all(len(c) == len(header) for c in cells)
     assert (tmp_path / "recipes_smoke_photo_like.md").exists()
+
+
+def test_augment_only_selects_rows_by_name_group_or_name_without_arguments():
+    from benchmarks import augment
+
+    assert augment.select("policies") == [p.name for p in augment.policies()]
+    assert augment.select("ColorJitter, RandAugment(2, 9),brightness") == [
+        "ColorJitter(0.4, 0.4, 0.4, 0.1)", "ColorJitter(0.4, 0.4, 0.4)", "RandAugment(2, 9)", "brightness"]
+    with pytest.raises(ValueError, match="no row is 'nope'"):
+        augment.select("nope")
