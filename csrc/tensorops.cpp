@@ -148,4 +148,15 @@ TENSOROPS_DEFINE_LIBRARY(TENSOROPS_LIBRARY, m) {
       "Tensor mirror, int[2] size, float scale, int interpolation, bool antialias, bool crop_first, "
       "ScalarType dtype, MemoryFormat memory_format, int channels, float fill, bool pad, int max_pixels, "
       "bool skip_errors, bool reduced_scale, bool strict=False, *, Tensor(a!) out) -> Tensor");
+
+  // ----- augment (tensorops/augment/functional.py) -----------------------------------------------------------
+  // One op per sample of a uint8 batch (N, C, H, W), C 1 or 3, contiguous or channels_last (the result has the
+  // batch's layout): ops int64 (N,) codes (csrc/include/tensorops/math/augment.h), params float64 (N, 9):
+  // magnitude, angle, translate x/y, scale, shear x/y, center x/y (affine's, center relative to the image centre).
+  // interpolation 0 nearest / 1 bilinear and fill (None: zeros) for the affine samples. Each sample equals
+  // torchvision v2's function on that image with that argument (affine: see docs/guides/fidelity.rst).
+  m.def("augment_apply(Tensor batch, Tensor ops, Tensor params, int interpolation, float[]? fill) -> Tensor");
+  // The batch with each sample's box (int64 (N, 4): top, left, height, width) set to value: uint8 (N, C) per
+  // sample, or a uint8 tensor of the batch's shape whose pixels are copied (per-pixel noise, CutMix's source).
+  m.def("augment_erase(Tensor batch, Tensor boxes, Tensor value) -> Tensor");
 }

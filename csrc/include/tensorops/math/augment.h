@@ -1,0 +1,304 @@
+// The per-value math of tensorops.augment, called by the CPU loops (cpu/augment_loops.h) and the CUDA kernels
+// (kernels/augment.cuh). Every function mirrors the float32 operations torchvision 0.29's v2 functional ops run
+// on a uint8 image, one torch op per rounding, in torch's order, so that the result is the same bits:
+//  - torch rounds each elementwise op once; `a.add_(b, alpha=k)` is one fused multiply-add (ATen's vectorized
+//    add is fmadd(b, alpha, a), CUDA's a + alpha * b contracted by nvcc), everything else rounds separately.
+//    Hence the explicit mul_rn / add_rn / fma_rn below: nvcc must not contract them (the __f*_rn intrinsics)
+//    and neither may g++ (cpu/augment.cpp is compiled with fp-contract off).
+//  - Python float constants reach torch as doubles and are cast to float32 by the kernel: k() below, never a
+//    float literal (a decimal literal rounded straight to float can differ from the double rounded to float).
+//  - float -> uint8 is a truncation (torch's .to(torch.uint8) of values already clamped to [0, 255]).
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "tensorops/macros.h"
+
+namespace tensorops {
+namespace augment {
+
+// The kernel's op codes (tensorops/augment/functional.py maps its OPS names onto them).
+enum Op : int32_t {
+  kIdentity = 0,
+  kBrightness = 1,    // f0 = factor
+  kContrast = 2,      // f0 = factor, f1 = 1 - factor (both rounded from the double, as _blend does)
+  kSaturation = 3,    // f0, f1 as contrast
+  kHue = 4,           // f0 = hue_factor
+  kSharpness = 5,     // f1 = 1 - factor
+  kPosterize = 6,     // ival = the bit mask
+  kSolarize = 7,      // f0 = threshold
+  kAutocontrast = 8,
+  kEqualize = 9,
+  kInvert = 10,
+  kGrayscale = 11,    // every output channel the luma
+  kAffine = 12,       // theta, ival = interpolation (0 nearest, 1 bilinear), fill in the call
+  kRot90 = 13,        // torch.rot90(k=1) of a square image (rotate's fast path), as exact index maps
+  kRot180 = 14,
+  kRot270 = 15,
+  kNumOps = 16,
+};
+
+// One sample's arguments, made on the host (csrc/host/augment_host.cpp) for both devices.
+struct Sample {
+  int32_t op;
+  int32_t ival;
+  float f0, f1;
+  // affine: torchvision's grid for output pixel (x, y) of the centred base grid: gx = x * t[0] + y * t[1] + t[2],
+  // gy = x * t[3] + y * t[4] + t[5] (theta transposed and divided by half the size: _affine_grid's rescaled theta)
+  float t[6];
+};
+
+// The ops whose value depends on one channel value only: a table of 256 per (sample, channel), built from the
+// sample's statistics (contrast's mean, autocontrast's extremes, equalize's histogram).
+TENSOROPS_HD bool is_lut_op(int32_t op) {
+  return op == kBrightness || op == kContrast || op == kPosterize || op == kSolarize || op == kAutocontrast ||
+         op == kEqualize || op == kInvert;
+}
+
+// ---- one rounding per op ----------------------------------------------------------------------------------
+TENSOROPS_HD float mul_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+TENSOROPS_HD float add_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+TENSOROPS_HD float sub_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+TENSOROPS_HD float div_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+// a * b + c rounded once (torch's add_ with alpha: c.add_(a, alpha=b))
+TENSOROPS_HD float fma_rn(float a, float b, float c) {
+#ifdef __CUDA_ARCH__
+  return __fmaf_rn(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+// the Python double constant as torch's float32 kernel sees it
+TENSOROPS_HD float k(double v) { return static_cast<float>(v); }
+
+TENSOROPS_HD float clamp_to(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
+TENSOROPS_HD uint8_t to_u8(float v) { return static_cast<uint8_t>(static_cast<int>(v)); }  // v in [0, 255]
+
+// ---- colour ------------------------------------------------------------------------------------------------
+// _rgb_to_grayscale_image: r.mul(0.2989).add_(g, alpha=0.587).add_(b, alpha=0.114)
+TENSOROPS_HD float luma(float r, float g, float b) {
+  return fma_rn(b, k(0.114), fma_rn(g, k(0.587), mul_rn(r, k(0.2989))));
+}
+
+// _blend(image1, image2, ratio): image1.mul(ratio).add_(image2, alpha=1 - ratio).clamp_(0, 255).to(uint8)
+TENSOROPS_HD uint8_t blend(float x, float other, float ratio, float alpha) {
+  return to_u8(clamp_to(fma_rn(other, alpha, mul_rn(x, ratio)), 0.f, 255.f));
+}
+
+// adjust_brightness_image: image.mul(factor).clamp_(0, 255).to(uint8)
+TENSOROPS_HD uint8_t brightness(float x, float factor) { return to_u8(clamp_to(mul_rn(x, factor), 0.f, 255.f)); }
+
+// solarize_image: where(image >= threshold, 255 - image, image), the comparison in float32
+TENSOROPS_HD uint8_t solarize(int x, float threshold) {
+  return static_cast<float>(x) >= threshold ? static_cast<uint8_t>(255 - x) : static_cast<uint8_t>(x);
+}
+
+// autocontrast_image for one channel of extremes lo, hi (as floats)
+TENSOROPS_HD uint8_t autocontrast(float x, float lo, float hi) {
+  float minimum = lo, inv_scale = mul_rn(sub_rn(hi, lo), k(1.0 / 255.0));
+  if (hi == lo) {
+    minimum = 0.f;
+    inv_scale = 1.f;
+  }
+  return to_u8(clamp_to(div_rn(sub_rn(x, minimum), inv_scale), 0.f, 255.f));
+}
+
+// adjust_hue_image on one pixel: to_dtype(float32, scale=True), _rgb_to_hsv, h.add_(hue).remainder_(1.0),
+// _hsv_to_rgb, to_dtype(uint8, scale=True) (mul(255.999), truncation).
+TENSOROPS_HD void hue(uint8_t ri, uint8_t gi, uint8_t bi, float hue_factor, uint8_t& ro, uint8_t& go,
+                      uint8_t& bo) {
+  const float s255 = k(1.0 / 255.0);
+  const float r = mul_rn(static_cast<float>(ri), s255), g = mul_rn(static_cast<float>(gi), s255),
+              b = mul_rn(static_cast<float>(bi), s255);
+  const float maxc = r > g ? (r > b ? r : b) : (g > b ? g : b);
+  const float minc = r < g ? (r < b ? r : b) : (g < b ? g : b);
+  const bool eqc = maxc == minc;
+  const float range = sub_rn(maxc, minc);
+  const float s = div_rn(range, eqc ? 1.f : maxc);
+  const float divisor = eqc ? 1.f : range;
+  const float rc = div_rn(sub_rn(maxc, r), divisor), gc = div_rn(sub_rn(maxc, g), divisor),
+              bc = div_rn(sub_rn(maxc, b), divisor);
+  const bool neq_r = maxc != r, eq_g = maxc == g;
+  const float hg = mul_rn(sub_rn(add_rn(rc, 2.f), bc), (eq_g && neq_r) ? 1.f : 0.f);
+  const float hr = mul_rn(sub_rn(bc, gc), neq_r ? 0.f : 1.f);
+  const float hb = mul_rn(sub_rn(add_rn(gc, 4.f), rc), (neq_r && !eq_g) ? 1.f : 0.f);
+  float h = add_rn(mul_rn(add_rn(add_rn(hr, hg), hb), k(1.0 / 6.0)), 1.f);
+  h = sub_rn(h, std::floor(h));  // fmod_(1.0) of a positive value: exact either way
+  // remainder_(1.0): fmod, plus 1 where negative; for |h| < 2 that is h - floor(h), one rounding where h < 0
+  h = add_rn(h, hue_factor);
+  h = sub_rn(h, std::floor(h));
+  // _hsv_to_rgb
+  const float h6 = mul_rn(h, 6.f);
+  const float fi = std::floor(h6);
+  const float f = sub_rn(h6, fi);
+  int i = static_cast<int>(fi);  // h in [0, 1]: i in 0..6, and remainder_(6)
+  if (i >= 6) i -= 6;
+  const float sxf = mul_rn(s, f);
+  const float one_minus_s = sub_rn(1.f, s);
+  const float v = maxc;
+  const float q = clamp_to(mul_rn(sub_rn(1.f, sxf), v), 0.f, 1.f);
+  const float t = clamp_to(mul_rn(add_rn(sxf, one_minus_s), v), 0.f, 1.f);
+  const float p = clamp_to(mul_rn(one_minus_s, v), 0.f, 1.f);
+  // torchvision's select table [[0,2,1,1,3,0],[3,0,0,2,1,1],[1,1,3,0,0,2]] over (v, p, q, t), as selects
+  const float R = (i == 0 || i == 5) ? v : (i == 1 ? q : ((i == 2 || i == 3) ? p : t));
+  const float G = (i == 1 || i == 2) ? v : (i == 0 ? t : (i == 3 ? q : p));
+  const float B = (i == 3 || i == 4) ? v : (i == 5 ? q : (i == 2 ? t : p));
+  const float up = k(255.0 + 1.0 - 1e-3);
+  ro = to_u8(mul_rn(R, up));
+  go = to_u8(mul_rn(G, up));
+  bo = to_u8(mul_rn(B, up));
+}
+
+// adjust_sharpness_image at an inner pixel: the 3x3 blur (1/13 around, 5/13 in the middle) rounded, then
+// x + (1 - factor) * (blurred - x). The blur's float32 sum is (sum8 + 5 * centre) / 13 within a few ulps and an
+// integer over 13 is never within 1/26 of a half, so its rounding is exact from integers: whatever order the
+// convolution sums in, round() gives floor((2 * S + 13) / 26).
+TENSOROPS_HD uint8_t sharpen(int centre, int sum8, float alpha) {
+  const int s = sum8 + 5 * centre;
+  const int blurred = (2 * s + 13) / 26;
+  const float x = static_cast<float>(centre);
+  return to_u8(clamp_to(fma_rn(sub_rn(static_cast<float>(blurred), x), alpha, x), 0.f, 255.f));
+}
+
+// ---- the table ops -----------------------------------------------------------------------------------------
+// contrast's mean of the (floored) luma: torch's float32 sum of integers, exact below 2^24 (a 224 x 224 image sums
+// to at most 12.8 M), then torch.mean's division: by the count on the CPU, times the count's reciprocal on CUDA
+// (ATen's MeanOps). Above 2^24 torch's own float sum rounds in its own order: then the mean may differ in the last
+// place (documented).
+TENSOROPS_HD float contrast_mean(int64_t sum, int64_t count, bool reciprocal) {
+  const float s = static_cast<float>(sum), n = static_cast<float>(count);
+  return reciprocal ? mul_rn(s, div_rn(1.f, n)) : div_rn(s, n);
+}
+
+// Entry v of a table op's table, given the channel's statistics (contrast: the mean; autocontrast: extremes).
+TENSOROPS_HD uint8_t lut_entry(const Sample& sm, int v, float mean, float lo, float hi) {
+  const float x = static_cast<float>(v);
+  switch (sm.op) {
+    case kBrightness: return brightness(x, sm.f0);
+    case kContrast: return blend(x, mean, sm.f0, sm.f1);
+    case kPosterize: return static_cast<uint8_t>(v & sm.ival);
+    case kSolarize: return solarize(v, sm.f0);
+    case kAutocontrast: return autocontrast(x, lo, hi);
+    case kInvert: return static_cast<uint8_t>(255 - v);
+    default: return static_cast<uint8_t>(v);
+  }
+}
+
+// equalize_image's table for one channel from its 256-bin histogram (total pixels): PIL's scheme as torchvision
+// writes it, in integers. Returns false where torchvision leaves the channel as it is (step == 0).
+TENSOROPS_HD bool equalize_lut(const int64_t* hist, int64_t total, uint8_t* lut) {
+  int64_t last = 0;  // the last non-empty bin (cum_hist.argmax: the first bin where the sum reaches the total)
+  for (int v = 0; v < 256; ++v)
+    if (hist[v] != 0) last = v;
+  const int64_t step = (total - hist[last]) / 255;
+  if (step == 0) return false;
+  int64_t cum = 0;
+  lut[0] = 0;
+  for (int v = 1; v < 256; ++v) {
+    cum += hist[v - 1];
+    const int64_t e = (cum + step / 2) / step;
+    lut[v] = static_cast<uint8_t>(e > 255 ? 255 : e);
+  }
+  return true;
+}
+
+// ---- affine (_affine_grid + grid_sample(align_corners=False) + round) --------------------------------------
+// The source coordinate (in input pixels) of output pixel (i, j) of an h x w image: torchvision's grid
+// (base grid (j - (w - 1) / 2, i - (h - 1) / 2, 1) times the rescaled theta, by bmm: here a chain of fused
+// multiply-adds, where BLAS's order may differ: the documented source of `affine`'s rounding-boundary pixels),
+// then grid_sample's unnormalisation (coord + 1) * (size / 2) - 0.5.
+TENSOROPS_HD void affine_source(const float* t, int64_t i, int64_t j, int64_t h, int64_t w, float& ix, float& iy) {
+  const float bx = static_cast<float>(j) - static_cast<float>(w - 1) * 0.5f;
+  const float by = static_cast<float>(i) - static_cast<float>(h - 1) * 0.5f;
+  const float gx = add_rn(fma_rn(by, t[1], mul_rn(bx, t[0])), t[2]);
+  const float gy = add_rn(fma_rn(by, t[4], mul_rn(bx, t[3])), t[5]);
+  ix = sub_rn(mul_rn(add_rn(gx, 1.f), static_cast<float>(w) * 0.5f), 0.5f);
+  iy = sub_rn(mul_rn(add_rn(gy, 1.f), static_cast<float>(h) * 0.5f), 0.5f);
+}
+
+// round half to even (torch.round_ and grid_sample's nearest, std::nearbyint), for |v| < 2^22
+TENSOROPS_HD float round_even(float v) {
+#ifdef __CUDA_ARCH__
+  return rintf(v);
+#else
+  return std::nearbyint(v);
+#endif
+}
+
+// grid_sample's bilinear taps at source (ix, iy) (ATen's CPU grid sampler: floor, distances w = x - floor(x),
+// e = 1 - w, n, s likewise, weights nw = s * e, ne = s * w, sw = n * e, se = n * w): the four weights, element
+// offsets (row stride sh, column stride sw) and whether each tap lies inside the image (zeros padding).
+TENSOROPS_HD void bilinear_taps(float ix, float iy, int64_t h, int64_t w, int64_t sh, int64_t sw, float* wt,
+                                int64_t* off, bool* ok) {
+  const float x0 = std::floor(ix), y0 = std::floor(iy);
+  const float we = sub_rn(ix, x0), ea = sub_rn(1.f, we), no = sub_rn(iy, y0), so = sub_rn(1.f, no);
+  wt[0] = mul_rn(so, ea);  // nw
+  wt[1] = mul_rn(so, we);  // ne
+  wt[2] = mul_rn(no, ea);  // sw
+  wt[3] = mul_rn(no, we);  // se
+  // as ints, as ATen compares (x0 is within int range for any image torch can hold: the caller's coordinates are)
+  const int64_t xw = static_cast<int64_t>(x0), yn = static_cast<int64_t>(y0);
+  const bool xw_in = xw > -1 && xw < w, xe_in = xw + 1 > -1 && xw + 1 < w;
+  const bool yn_in = yn > -1 && yn < h, ys_in = yn + 1 > -1 && yn + 1 < h;
+  ok[0] = yn_in && xw_in;
+  ok[1] = yn_in && xe_in;
+  ok[2] = ys_in && xw_in;
+  ok[3] = ys_in && xe_in;
+  off[0] = yn * sh + xw * sw;
+  off[1] = yn * sh + (xw + 1) * sw;
+  off[2] = (yn + 1) * sh + xw * sw;
+  off[3] = (yn + 1) * sh + (xw + 1) * sw;
+}
+
+// The bilinear value from the taps' values (0 outside), summed left to right as ATen does, then (with a fill)
+// _apply_grid_transform's mask blend (img - fill) * mask + fill, round_() and .to(uint8).
+TENSOROPS_HD uint8_t bilinear_value(const float* v, const float* wt, const bool* ok, bool has_fill, float fill) {
+  float out = add_rn(add_rn(add_rn(mul_rn(v[0], wt[0]), mul_rn(v[1], wt[1])), mul_rn(v[2], wt[2])), mul_rn(v[3], wt[3]));
+  if (has_fill) {
+    const float m = add_rn(add_rn(add_rn(ok[0] ? wt[0] : 0.f, ok[1] ? wt[1] : 0.f), ok[2] ? wt[2] : 0.f),
+                           ok[3] ? wt[3] : 0.f);
+    out = add_rn(mul_rn(sub_rn(out, fill), m), fill);
+  }
+  return to_u8(clamp_to(round_even(out), 0.f, 255.f));
+}
+
+// torch.rot90(k, dims=(-2, -1)) as an index map: output (i, j) reads input (si, sj).
+TENSOROPS_HD void rot_source(int32_t op, int64_t i, int64_t j, int64_t h, int64_t w, int64_t& si, int64_t& sj) {
+  if (op == kRot90) {  // flip(-1).transpose
+    si = j;
+    sj = w - 1 - i;
+  } else if (op == kRot180) {
+    si = h - 1 - i;
+    sj = w - 1 - j;
+  } else {  // kRot270: flip(-2).transpose
+    si = h - 1 - j;
+    sj = i;
+  }
+}
+
+}  // namespace augment
+}  // namespace tensorops

@@ -1,0 +1,17 @@
+"""tensorops.augment: torchvision v2's image augmentations on uint8 batches, with per-sample arguments and
+per-sample draws, on the CPU and CUDA (docs/guides/pipelines.rst, "Augmentations").
+
+The functional ops (``tensorops.augment.adjust_hue(batch, factors)`` ...) equal torchvision v2's functions
+sample by sample; the policies (``TrivialAugmentWide``, ``RandAugment`` ...) draw every sample's ops and
+magnitudes from a ``torch.Generator``.
+"""
+from tensorops import _augment_ops  # noqa: F401  (fake kernels)
+from tensorops.augment.functional import (
+    OPS, adjust_brightness, adjust_contrast, adjust_hue, adjust_saturation, adjust_sharpness, affine, apply_ops,
+    autocontrast, equalize, erase, invert, posterize, rgb_to_grayscale, rotate, solarize,
+)
+
+__all__ = [
+    "OPS", "adjust_brightness", "adjust_contrast", "adjust_hue", "adjust_saturation", "adjust_sharpness", "affine",
+    "apply_ops", "autocontrast", "equalize", "erase", "invert", "posterize", "rgb_to_grayscale", "rotate", "solarize",
+]

@@ -1,0 +1,418 @@
+"""Batched augmentation ops with per-sample arguments: ``torchvision.transforms.v2.functional``'s image ops on a
+uint8 batch, one call for the whole batch.
+
+Every op takes ``batch``, uint8 (N, C, H, W) with C 1 or 3, on the CPU or a CUDA device, contiguous or
+channels_last, and returns a new batch in the same layout (the input is left as it was). A magnitude is a number
+(every sample) or an (N,) tensor (one per sample). **Sample i equals the torchvision v2 function applied to image
+i with argument i, bit for bit**; for :func:`affine` and :func:`rotate` wherever torchvision's own float32
+coordinates do not land within rounding distance of a pixel boundary (the rest is measured in
+docs/guides/fidelity.rst). CPU: one task per sample, over threads where they pay; CUDA: one launch per op group.
+
+Example::
+
+    >>> import torch
+    >>> from tensorops import augment
+    >>> batch = torch.randint(0, 256, (4, 3, 32, 32), dtype=torch.uint8)
+    >>> out = augment.adjust_brightness(batch, torch.tensor([0.5, 1.0, 1.5, 2.0]))
+    >>> out.shape, out.dtype
+    (torch.Size([4, 3, 32, 32]), torch.uint8)
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Optional, Sequence, Union
+
+import torch
+
+from tensorops import _extension
+
+Magnitude = Union[float, int, torch.Tensor, Sequence[float]]
+Fill = Optional[Union[float, int, Sequence[float]]]
+
+# The ops one round of apply_ops draws from (the policies map torchvision's names onto these).
+OPS = ("identity", "brightness", "contrast", "saturation", "hue", "sharpness", "posterize", "solarize",
+       "autocontrast", "equalize", "invert", "grayscale", "shear_x", "shear_y", "translate_x", "translate_y",
+       "rotate")
+
+# kernel op codes (csrc/include/tensorops/math/augment.h)
+_IDENTITY, _BRIGHTNESS, _CONTRAST, _SATURATION, _HUE, _SHARPNESS, _POSTERIZE, _SOLARIZE = range(8)
+_AUTOCONTRAST, _EQUALIZE, _INVERT, _GRAYSCALE, _AFFINE, _ROT90, _ROT180, _ROT270 = range(8, 16)
+# params columns (csrc/include/tensorops/augment_host.h)
+_M, _ANGLE, _TX, _TY, _SCALE, _SHX, _SHY, _CX, _CY = range(9)
+_NPARAMS = 9
+
+# OPS index -> kernel code (geometric ops are affine; rotate's exact quarter turns are decided per sample)
+_CODE = torch.tensor([_IDENTITY, _BRIGHTNESS, _CONTRAST, _SATURATION, _HUE, _SHARPNESS, _POSTERIZE, _SOLARIZE,
+                      _AUTOCONTRAST, _EQUALIZE, _INVERT, _GRAYSCALE, _AFFINE, _AFFINE, _AFFINE, _AFFINE, _AFFINE])
+_INTERPOLATION = {"nearest": 0, "bilinear": 1}
+
+
+# ---- checks -------------------------------------------------------------------------------------------------
+def _check_batch(batch: torch.Tensor, name: str = "batch") -> None:
+    if not isinstance(batch, torch.Tensor):
+        raise TypeError(f"{name} must be a uint8 tensor (N, C, H, W), got {type(batch).__name__}")
+    if batch.dtype != torch.uint8:
+        raise TypeError(f"{name} must be uint8 (N, C, H, W), got {batch.dtype}")
+    if batch.dim() != 4:
+        raise ValueError(f"{name} must be (N, C, H, W), got {batch.dim()} dims {tuple(batch.shape)}")
+    if batch.shape[1] not in (1, 3):
+        raise ValueError(f"{name} must have 1 or 3 channels (dim 1), got {batch.shape[1]}")
+
+
+def _per_sample(value: Magnitude, n: int, name: str, device=None) -> torch.Tensor:
+    """``value`` as float64 (N,) on the CPU: a number for every sample, or one per sample."""
+    if isinstance(value, torch.Tensor):
+        t = value.detach().to("cpu", torch.float64)
+        if t.dim() == 0:
+            return t.expand(n).clone()
+        if t.dim() != 1 or t.shape[0] != n:
+            raise ValueError(f"{name} must be a number or have one value per sample: ({n},), got {tuple(t.shape)}")
+        return t
+    if isinstance(value, numbers.Number) and not isinstance(value, bool):
+        return torch.full((n,), float(value), dtype=torch.float64)
+    if isinstance(value, (list, tuple)):
+        return _per_sample(torch.tensor(value, dtype=torch.float64), n, name)
+    raise TypeError(f"{name} must be a number or an (N,) tensor, got {type(value).__name__}")
+
+
+def _pairs(value, n: int, name: str) -> torch.Tensor:
+    """float64 (N, 2) from a pair (every sample), a number (shear: (v, 0)) or an (N, 2) tensor."""
+    if isinstance(value, torch.Tensor):
+        t = value.detach().to("cpu", torch.float64)
+        if t.dim() == 1 and t.shape[0] == 2:
+            return t.expand(n, 2).clone()
+        if t.dim() != 2 or t.shape != (n, 2):
+            raise ValueError(f"{name} must be a pair or an (N, 2) tensor with N = {n}, got {tuple(t.shape)}")
+        return t
+    if isinstance(value, numbers.Number):
+        return torch.tensor([[float(value), 0.0]] * n, dtype=torch.float64).reshape(n, 2)
+    if isinstance(value, (list, tuple)) and len(value) in (1, 2):
+        v = [float(value[0]), float(value[-1] if len(value) == 2 else value[0])]
+        return torch.tensor([v] * n, dtype=torch.float64).reshape(n, 2)
+    raise TypeError(f"{name} must be a pair of numbers or an (N, 2) tensor, got {value!r}")
+
+
+def _require(ok: torch.Tensor, name: str, what: str, values: torch.Tensor) -> None:
+    if not bool(ok.all()):
+        i = int((~ok).nonzero()[0])
+        raise ValueError(f"{name} of sample {i} ({float(values[i])}) {what}")
+
+
+def _interpolation(interpolation) -> int:
+    v = getattr(interpolation, "value", interpolation)
+    if isinstance(v, str) and v.lower() in _INTERPOLATION:
+        return _INTERPOLATION[v.lower()]
+    raise ValueError(f"interpolation must be 'nearest' or 'bilinear' (or InterpolationMode.NEAREST / BILINEAR), "
+                     f"got {interpolation!r}")
+
+
+def _fill(fill: Fill, channels: int):
+    if fill is None:
+        return None
+    if isinstance(fill, numbers.Number):
+        return [float(fill)]
+    values = [float(v) for v in fill]
+    if len(values) not in (1, channels):
+        raise ValueError(f"fill must be a number or have 1 or C = {channels} values, got {len(values)}")
+    return values
+
+
+# ---- the call -----------------------------------------------------------------------------------------------
+def _run(batch: torch.Tensor, codes: torch.Tensor, params: torch.Tensor, interpolation: int = 0,
+         fill=None) -> torch.Tensor:
+    if not _extension.is_compiled() or not _extension.kernels_for(batch.device):
+        return _fallback(batch, codes, params, interpolation, fill)
+    return torch.ops.tensorops.augment_apply.default(batch, codes.to(torch.int64), params, interpolation, fill)
+
+
+def _fallback(batch, codes, params, interpolation, fill):
+    """Without the kernels (no compiled extension, or a device it was built without): torchvision v2 per sample."""
+    try:
+        from torchvision.transforms.v2 import functional as F
+    except ImportError as e:  # pragma: no cover - depends on the install
+        raise RuntimeError("tensorops.augment needs the compiled extension, or torchvision for its fallback") from e
+    mode = ("nearest", "bilinear")[interpolation]
+    out = []
+    for i in range(batch.shape[0]):
+        img, c, p = batch[i], int(codes[i]), params[i].tolist()
+        m = p[_M]
+        if c == _IDENTITY:
+            r = img.clone()
+        elif c == _BRIGHTNESS:
+            r = F.adjust_brightness(img, m)
+        elif c == _CONTRAST:
+            r = F.adjust_contrast(img, m)
+        elif c == _SATURATION:
+            r = F.adjust_saturation(img, m)
+        elif c == _HUE:
+            r = F.adjust_hue(img, m)
+        elif c == _SHARPNESS:
+            r = F.adjust_sharpness(img, m)
+        elif c == _POSTERIZE:
+            r = F.posterize(img, int(m))
+        elif c == _SOLARIZE:
+            r = F.solarize(img, m)
+        elif c == _AUTOCONTRAST:
+            r = F.autocontrast(img)
+        elif c == _EQUALIZE:
+            r = F.equalize(img)
+        elif c == _INVERT:
+            r = F.invert(img)
+        elif c == _GRAYSCALE:
+            r = F.rgb_to_grayscale(img, num_output_channels=img.shape[0]) if img.shape[0] == 3 else img.clone()
+        elif c == _AFFINE:
+            h, w = img.shape[-2:]
+            center = [p[_CX] + w * 0.5, p[_CY] + h * 0.5]
+            r = F.affine(img, angle=p[_ANGLE], translate=[p[_TX], p[_TY]], scale=p[_SCALE],
+                         shear=[p[_SHX], p[_SHY]], interpolation=mode, fill=fill, center=center)
+        else:
+            r = torch.rot90(img, k={_ROT90: 1, _ROT180: 2, _ROT270: 3}[c], dims=(-2, -1))
+        out.append(r.contiguous())
+    result = torch.stack(out) if out else batch.clone()
+    if batch.is_contiguous(memory_format=torch.channels_last) and not batch.is_contiguous():
+        result = result.contiguous(memory_format=torch.channels_last)
+    return result
+
+
+def _one(batch: torch.Tensor, code: int, magnitude: Optional[torch.Tensor] = None) -> torch.Tensor:
+    n = batch.shape[0]
+    params = torch.zeros(n, _NPARAMS, dtype=torch.float64)
+    params[:, _SCALE] = 1.0
+    if magnitude is not None:
+        params[:, _M] = magnitude
+    return _run(batch, torch.full((n,), code, dtype=torch.int64), params)
+
+
+def _factor(batch, factor, name, code) -> torch.Tensor:
+    _check_batch(batch)
+    f = _per_sample(factor, batch.shape[0], name)
+    _require(f >= 0, name, "is not non-negative", f)
+    return _one(batch, code, f)
+
+
+# ---- colour ops ---------------------------------------------------------------------------------------------
+def adjust_brightness(batch: torch.Tensor, brightness_factor: Magnitude) -> torch.Tensor:
+    """Each sample times its factor, as ``v2.functional.adjust_brightness`` (factor >= 0; number or (N,))."""
+    return _factor(batch, brightness_factor, "brightness_factor", _BRIGHTNESS)
+
+
+def adjust_contrast(batch: torch.Tensor, contrast_factor: Magnitude) -> torch.Tensor:
+    """Each sample blended with the mean of its grayscale, as ``v2.functional.adjust_contrast``."""
+    return _factor(batch, contrast_factor, "contrast_factor", _CONTRAST)
+
+
+def adjust_saturation(batch: torch.Tensor, saturation_factor: Magnitude) -> torch.Tensor:
+    """Each sample blended with its grayscale, as ``v2.functional.adjust_saturation`` (1 channel: unchanged)."""
+    return _factor(batch, saturation_factor, "saturation_factor", _SATURATION)
+
+
+def adjust_sharpness(batch: torch.Tensor, sharpness_factor: Magnitude) -> torch.Tensor:
+    """Each sample blended with its 3x3 blur (borders kept), as ``v2.functional.adjust_sharpness``."""
+    return _factor(batch, sharpness_factor, "sharpness_factor", _SHARPNESS)
+
+
+def adjust_hue(batch: torch.Tensor, hue_factor: Magnitude) -> torch.Tensor:
+    """Each sample's hue shifted by its factor in [-0.5, 0.5], as ``v2.functional.adjust_hue``."""
+    _check_batch(batch)
+    f = _per_sample(hue_factor, batch.shape[0], "hue_factor")
+    _require((f >= -0.5) & (f <= 0.5), "hue_factor", "is not in [-0.5, 0.5]", f)
+    return _one(batch, _HUE, f)
+
+
+def posterize(batch: torch.Tensor, bits: Union[int, torch.Tensor]) -> torch.Tensor:
+    """Each sample keeps its ``bits`` high bits (0..8), as ``v2.functional.posterize``."""
+    _check_batch(batch)
+    b = _per_sample(bits, batch.shape[0], "bits")
+    _require((b >= 0) & (b <= 8) & (b == b.floor()), "bits", "is not an integer in [0, 8]", b)
+    return _one(batch, _POSTERIZE, b)
+
+
+def solarize(batch: torch.Tensor, threshold: Magnitude) -> torch.Tensor:
+    """Each sample's values at or above its threshold inverted, as ``v2.functional.solarize`` (threshold <= 255)."""
+    _check_batch(batch)
+    t = _per_sample(threshold, batch.shape[0], "threshold")
+    _require(t <= 255, "threshold", "is above 255, uint8's maximum", t)
+    return _one(batch, _SOLARIZE, t)
+
+
+def autocontrast(batch: torch.Tensor) -> torch.Tensor:
+    """Each sample's channels stretched to [0, 255], as ``v2.functional.autocontrast``."""
+    _check_batch(batch)
+    return _one(batch, _AUTOCONTRAST)
+
+
+def equalize(batch: torch.Tensor) -> torch.Tensor:
+    """Each sample's channels histogram-equalized, as ``v2.functional.equalize``."""
+    _check_batch(batch)
+    return _one(batch, _EQUALIZE)
+
+
+def invert(batch: torch.Tensor) -> torch.Tensor:
+    """255 - batch, as ``v2.functional.invert``."""
+    _check_batch(batch)
+    return _one(batch, _INVERT)
+
+
+def rgb_to_grayscale(batch: torch.Tensor, num_output_channels: int = 1) -> torch.Tensor:
+    """Each sample's luma (uint8, truncated), as ``v2.functional.rgb_to_grayscale``: (N, num_output_channels,
+    H, W), num_output_channels 1 or 3 (a 1-channel batch is copied, or repeated to 3)."""
+    _check_batch(batch)
+    if num_output_channels not in (1, 3):
+        raise ValueError(f"num_output_channels must be 1 or 3, got {num_output_channels}")
+    if batch.shape[1] == 1:
+        return batch.clone() if num_output_channels == 1 else batch.repeat(1, 3, 1, 1)
+    out = _one(batch, _GRAYSCALE)
+    if num_output_channels == 3:
+        return out
+    cl = out.is_contiguous(memory_format=torch.channels_last) and not out.is_contiguous()
+    return out[:, :1].contiguous(memory_format=torch.channels_last if cl else torch.contiguous_format)
+
+
+# ---- geometry -----------------------------------------------------------------------------------------------
+def affine(batch: torch.Tensor, angle: Magnitude = 0.0, translate=(0.0, 0.0), scale: Magnitude = 1.0,
+           shear=(0.0, 0.0), interpolation="nearest", fill: Fill = None, center=None) -> torch.Tensor:
+    """Each sample through its affine map, as ``v2.functional.affine``: angle (N,) degrees, translate (N, 2)
+    pixels, scale (N,) > 0, shear (N, 2) degrees (or one value / pair for every sample), interpolation
+    "nearest" or "bilinear", fill None (zeros) or C values, center None (the image centre) or (x, y) pixels."""
+    _check_batch(batch)
+    n, c, h, w = batch.shape
+    params = torch.zeros(n, _NPARAMS, dtype=torch.float64)
+    params[:, _ANGLE] = _per_sample(angle, n, "angle")
+    params[:, _TX:_TY + 1] = _pairs(translate, n, "translate")
+    s = _per_sample(scale, n, "scale")
+    _require(s > 0, "scale", "is not positive", s)
+    params[:, _SCALE] = s
+    params[:, _SHX:_SHY + 1] = _pairs(shear, n, "shear")
+    if center is not None:
+        params[:, _CX:_CY + 1] = _pairs(center, n, "center") - torch.tensor([w * 0.5, h * 0.5], dtype=torch.float64)
+    return _run(batch, torch.full((n,), _AFFINE, dtype=torch.int64), params, _interpolation(interpolation),
+                _fill(fill, c))
+
+
+def _rotation_codes(angle: torch.Tensor, square: bool, centred: bool):
+    """rotate_image's fast paths (exact index maps) and the angle its matrix takes: -(angle % 360)."""
+    a = torch.remainder(angle, 360.0)
+    codes = torch.full(angle.shape, _AFFINE, dtype=torch.int64)
+    if not centred:
+        codes[a == 0] = _IDENTITY
+        codes[a == 180] = _ROT180
+        if square:
+            codes[a == 90] = _ROT90
+            codes[a == 270] = _ROT270
+    return codes, -a
+
+
+def rotate(batch: torch.Tensor, angle: Magnitude, interpolation="nearest", fill: Fill = None,
+           center=None) -> torch.Tensor:
+    """Each sample rotated by its angle (degrees, counter-clockwise), as ``v2.functional.rotate`` (expand=False;
+    its exact fast paths for 0, 180 and, on square images, 90 and 270 degrees included)."""
+    _check_batch(batch)
+    n, c, h, w = batch.shape
+    codes, a = _rotation_codes(_per_sample(angle, n, "angle"), h == w, center is not None)
+    params = torch.zeros(n, _NPARAMS, dtype=torch.float64)
+    params[:, _ANGLE] = a
+    params[:, _SCALE] = 1.0
+    if center is not None:
+        params[:, _CX:_CY + 1] = _pairs(center, n, "center") - torch.tensor([w * 0.5, h * 0.5], dtype=torch.float64)
+    return _run(batch, codes, params, _interpolation(interpolation), _fill(fill, c))
+
+
+# ---- regions ------------------------------------------------------------------------------------------------
+def erase(batch: torch.Tensor, boxes: torch.Tensor, value: Union[float, int, torch.Tensor] = 0) -> torch.Tensor:
+    """Each sample with its box set to ``value``, as ``v2.functional.erase(image, i, j, h, w, v)``.
+
+    boxes: int64 (N, 4) = (top, left, height, width) per sample, clipped to the image (height or width 0: the
+    sample is unchanged). value: a number, an (N,) or (N, C) tensor (converted to uint8 as torch's copy
+    converts), or a uint8 tensor of the batch's shape whose pixels are copied inside each box (per-pixel noise,
+    CutMix's pasted image)."""
+    _check_batch(batch)
+    n, c = batch.shape[:2]
+    if not isinstance(boxes, torch.Tensor) or boxes.dim() != 2 or tuple(boxes.shape) != (n, 4):
+        raise ValueError(f"boxes must be an int64 tensor (N, 4) = ({n}, 4), got "
+                         f"{tuple(boxes.shape) if isinstance(boxes, torch.Tensor) else type(boxes).__name__}")
+    if boxes.is_floating_point() or boxes.is_complex():
+        raise TypeError(f"boxes must be integers (top, left, height, width), got {boxes.dtype}")
+    b = boxes.to("cpu", torch.int64)
+    if bool((b < 0).any()):
+        i = int((b < 0).any(1).nonzero()[0])
+        raise ValueError(f"boxes of sample {i} {b[i].tolist()} has a negative top, left, height or width")
+    if isinstance(value, torch.Tensor) and value.dim() == 4:
+        if value.shape != batch.shape:
+            raise ValueError(f"value must have the batch's shape {tuple(batch.shape)}, got {tuple(value.shape)}")
+        v = value.to(device=batch.device, dtype=torch.uint8)
+    else:
+        if isinstance(value, torch.Tensor):
+            t = value.detach().to("cpu")
+            if t.dim() == 0:
+                t = t.expand(n, c)
+            elif t.dim() == 1 and t.shape[0] == n:
+                t = t[:, None].expand(n, c)
+            elif tuple(t.shape) != (n, c):
+                raise ValueError(f"value must be a number, (N,) = ({n},), (N, C) = ({n}, {c}) or the batch's shape, "
+                                 f"got {tuple(t.shape)}")
+        elif isinstance(value, numbers.Number):
+            t = torch.full((n, c), value)
+        else:
+            raise TypeError(f"value must be a number or a tensor, got {type(value).__name__}")
+        v = t.to(torch.uint8).contiguous().to(batch.device)
+    if not _extension.is_compiled() or not _extension.kernels_for(batch.device):
+        out = batch.clone()
+        for i in range(n):
+            t0, l0, hh, ww = b[i].tolist()
+            out[i, :, t0:t0 + hh, l0:l0 + ww] = v[i, :, t0:t0 + hh, l0:l0 + ww] if v.dim() == 4 else v[i, :, None, None]
+        return out
+    return torch.ops.tensorops.augment_erase.default(batch, b.to(batch.device), v)
+
+
+# ---- one round of per-sample ops ----------------------------------------------------------------------------
+def apply_ops(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, *, interpolation="nearest",
+              fill: Fill = None) -> torch.Tensor:
+    """One op per sample in one call: sample i gets ``OPS[ops[i]]`` with ``magnitudes[i]``.
+
+    ops: int64 (N,) indices into :data:`OPS`; magnitudes: float64 (N,): brightness / contrast / saturation /
+    sharpness take the v2 factor, hue the hue_factor, posterize the bits, solarize the threshold (uint8 scale);
+    shear_x / shear_y the shear in degrees (as ``v2.functional.affine(angle=0, translate=[0, 0], scale=1,
+    shear=[deg, 0] or [0, deg], center=[0, 0])``, what AutoAugment's ShearX / ShearY run), translate_x /
+    translate_y pixels (``affine(translate=[t, 0] or [0, t])`` about the centre), rotate degrees
+    (``v2.functional.rotate``); the others ignore it. ``grayscale`` keeps C channels. interpolation and fill
+    apply to the geometric samples.
+
+    >>> out = apply_ops(batch, torch.tensor([1, 12, 0, 9]), torch.tensor([1.3, 10.0, 0.0, 0.0], dtype=torch.float64))
+    """
+    _check_batch(batch)
+    n, c, h, w = batch.shape
+    if not isinstance(ops, torch.Tensor) or ops.dim() != 1 or ops.shape[0] != n:
+        raise ValueError(f"ops must be an int64 tensor (N,) = ({n},) of indices into OPS")
+    o = ops.to("cpu", torch.int64)
+    if n and (int(o.min()) < 0 or int(o.max()) >= len(OPS)):
+        bad = int(((o < 0) | (o >= len(OPS))).nonzero()[0])
+        raise ValueError(f"ops of sample {bad} is {int(o[bad])}, not an index into OPS (0..{len(OPS) - 1})")
+    m = _per_sample(magnitudes, n, "magnitudes")
+    codes = _CODE[o].clone()
+    params = torch.zeros(n, _NPARAMS, dtype=torch.float64)
+    params[:, _M] = m
+    params[:, _SCALE] = 1.0
+    name = {k: i for i, k in enumerate(OPS)}
+    shear_x, shear_y = o == name["shear_x"], o == name["shear_y"]
+    params[:, _SHX] = torch.where(shear_x, m, 0.0)
+    params[:, _SHY] = torch.where(shear_y, m, 0.0)
+    corner = shear_x | shear_y  # center=[0, 0]: relative to the centre, (-w/2, -h/2)
+    params[:, _CX] = torch.where(corner, -w * 0.5, 0.0)
+    params[:, _CY] = torch.where(corner, -h * 0.5, 0.0)
+    params[:, _TX] = torch.where(o == name["translate_x"], m, 0.0)
+    params[:, _TY] = torch.where(o == name["translate_y"], m, 0.0)
+    rot = o == name["rotate"]
+    if bool(rot.any()):
+        rc, ra = _rotation_codes(m, h == w, False)
+        codes = torch.where(rot, rc, codes)
+        params[:, _ANGLE] = torch.where(rot, ra, 0.0)
+    # checks of the colour magnitudes, per op
+    for op, ok, what in (("brightness", m >= 0, "is not non-negative"), ("contrast", m >= 0, "is not non-negative"),
+                         ("saturation", m >= 0, "is not non-negative"), ("sharpness", m >= 0, "is not non-negative"),
+                         ("hue", (m >= -0.5) & (m <= 0.5), "is not in [-0.5, 0.5]"),
+                         ("posterize", (m >= 0) & (m <= 8) & (m == m.floor()), "is not an integer in [0, 8]"),
+                         ("solarize", m <= 255, "is above 255")):
+        sel = o == name[op]
+        _require(ok | ~sel, f"magnitudes ({op})", what, m)
+    return _run(batch, codes, params, _interpolation(interpolation), _fill(fill, c))
