@@ -282,8 +282,7 @@ def tensorops_augment() -> Tuple[Optional[Callable[[str], Any]], str]:
                 return getattr(p, name)
         return None
 
-    return find, f"tensorops.augment from {os.path.dirname(A.__file__ or '?')} (" + \
-        ", ".join(p.__name__ for p in places) + ")"
+    return find, "tensorops.augment: " + ", ".join(f"{p.__name__} from {p.__file__}" for p in places)
 
 
 class _Namespace:

@@ -71,7 +71,7 @@ RECIPES: Dict[str, Dict[str, Any]] = {
 }
 IMAGES = ("real", "photo-like")
 # what tensorops.augment (its timm module) may call the parser of timm's policy strings: timm's own name first
-TIMM_PARSERS = ("rand_augment_transform", "from_timm", "from_string", "policy_from_string", "create_policy")
+TIMM_PARSERS = ("from_timm_string", "rand_augment_transform", "from_timm", "from_string", "policy_from_string")
 
 
 # ------------------------------------------------------------------------------------------------ torchvision
@@ -132,9 +132,12 @@ def tops_policy(find: Callable[[str], Any], policy: str) -> Tuple[Callable[[torc
         fn = find(name)
         if fn is None:
             continue
-        for args in ((policy,), (policy, {})):
+        # timm's create_transform at 224: translate_const int(224 * 0.45), img_mean the ImageNet mean in bytes
+        hparams = dict(translate_const=int(RECIPES["b"]["crop"] * 0.45),
+                       img_mean=tuple(min(255, round(255 * m)) for m in MEAN))
+        for args, kw in (((policy,), dict(hparams=hparams)), ((policy, hparams), {}), ((policy,), {})):
             try:
-                return fn(*args), f"tensorops.augment {name}{args!r}"
+                return fn(*args, **kw), f"tensorops.augment.{name}({policy!r}, hparams={hparams})"
             except TypeError:
                 continue
     return _need(find, "RandAugment")(num_ops=2, magnitude=9), \
