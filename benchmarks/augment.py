@@ -528,7 +528,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                      [x.strip() for x in args.layouts.split(",") if x.strip()])
     except ValueError as exc:
         p.error(str(exc))
-    path = save_json(args.out, f"augment_{grid}", args.load, result)
+    # a run of other thread counts than the default (1 and all) says which, as the harness's files do
+    suffix = "" if threads == [1, 0] else "_threads" + "-".join(str(t) for t in result["meta"]["threads"])
+    path = save_json(args.out, f"augment_{grid}{suffix}", args.load, result)
     from benchmarks import docs_tables
 
     text = docs_tables.markdown(*docs_tables.view_augment(path, result))

@@ -682,7 +682,7 @@ def test_augment_times_every_row_and_writes_its_table(tmp_path, monkeypatch, cap
     monkeypatch.setattr(augment, "tensorops_augment", _standin_augment)
     rc = augment.main(["--smoke", "--sets", "photo-like", "--threads", "1", "--out", str(tmp_path)])
     assert rc == 0
-    data = json.loads((tmp_path / "augment_smoke.json").read_text())
+    data = json.loads((tmp_path / "augment_smoke_threads1.json").read_text())
     assert [r["row"] for r in data["rows"]] == augment.row_names()
     assert {"activity", "load", "kornia", "tensorops_augment", "threads", "sets"} <= set(data["meta"])
     assert data["meta"]["activity"]["samples"] >= 1 and data["meta"]["load"]["busy_processes"] == 0
@@ -701,8 +701,8 @@ def test_augment_times_every_row_and_writes_its_table(tmp_path, monkeypatch, cap
     header, cells = docs_tables.view_augment("augment_smoke.json", data)
     assert len(cells) == len(data["rows"]) and all(len(c) == len(header) for c in cells)
     assert len(docs_tables.view_augment_policies("x", data)[1]) == len(augment.policies())
-    md = (tmp_path / "augment_smoke.md").read_text()
-    assert "| photo-like | 1 | TrivialAugmentWide |" in md and "augment_smoke.json" in md
+    md = (tmp_path / "augment_smoke_threads1.md").read_text()
+    assert "| photo-like | 1 | TrivialAugmentWide |" in md and "augment_smoke_threads1.json" in md
 
 
 def test_augment_without_tensorops_augment_skips_its_column_and_says_so(tmp_path, monkeypatch):
