@@ -106,6 +106,10 @@ def describe(path: str, result: Dict[str, Any]) -> str:
     load_ = (m.get("load") or {}).get("busy_processes", 0)
     load_txt = "quiet" if not load_ else f"{load_} busy processes (--load {load_})"
     commit = (m.get("git_commit") or "")[:10] or "not recorded"
+    act = m.get("activity")  # load.ActivityWatch's samples, where the run took them
+    if act and act.get("samples"):
+        load_txt += (f", no compiler ran ({act['samples']} samples)" if not act["samples_with_a_compiler"] else
+                     f", a compiler ran in {act['samples_with_a_compiler']} of {act['samples']} samples")
     return (f"`{path}`: {cpu}{gpu}, {m.get('torch_threads')} torch threads, {load_txt}, torch {m['torch']}, "
             f"{m.get('timestamp_utc', '?')}, commit {commit}")
 
