@@ -503,8 +503,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--load-limit", type=float, default=DEFAULT_LIMIT_S, metavar="S")
     p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "local"),
                    help="default benchmarks/results/local/ (ignored by git); --out benchmarks/results publishes")
+    p.add_argument("--tag", default="", help="appended to the file name (a part of a run: see --merge)")
+    p.add_argument("--merge", nargs="+", metavar="JSON", default=None,
+                   help="instead of timing: join these files' rows (parts of one grid timed in separate quiet "
+                   "windows, e.g. --only policies and --only ops) into the file this run would write; meta.parts "
+                   "keeps each part's time, commit, load and activity")
     args = p.parse_args(argv)
     grid = "smoke" if args.smoke else "quick" if args.quick else "full"
+    if args.merge:
+        return _merge(args.merge, args.out, grid, args.threads, args.load)
     keys = {"real": REAL, "photo-like": SYNTH}
     try:
         threads = [int(t) for t in args.threads.split(",") if t.strip()]
@@ -532,15 +539,53 @@ def main(argv: Optional[List[str]] = None) -> int:
         p.error(str(exc))
     # a run of other thread counts than the default (1 and all) says which, as the harness's files do
     suffix = "" if threads == [1, 0] else "_threads" + "-".join(str(t) for t in result["meta"]["threads"])
-    path = save_json(args.out, f"augment_{grid}{suffix}", args.load, result)
+    return _write(result, args.out, f"augment_{grid}{suffix}" + (f"_{args.tag}" if args.tag else ""), args.load)
+
+
+def _write(result: Dict[str, Any], out: str, name: str, load: int) -> int:
     from benchmarks import docs_tables
 
+    path = save_json(out, name, load, result)
     text = docs_tables.markdown(*docs_tables.view_augment(path, result))
     with open(path[:-5] + ".md", "w", encoding="utf-8") as f:
         f.write(docs_tables.describe(path, result) + "\n\n" + text)
     print(text)
     print(f"json: {path}\nmd: {path[:-5] + '.md'}")
     return 0
+
+
+def merge(parts: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """One result from parts of a grid timed separately (each row is timed within one part: its columns and ratios
+    share that part's rounds): the rows in the parts' order, the first part's meta with the union of their sets
+    and threads, a compiler count summed over the parts' samples, and ``meta.parts`` holding each part's own time,
+    commit, load and activity."""
+    if not parts:
+        raise ValueError("merge: no parts")
+    meta = dict(parts[0]["meta"])
+    keep = ("timestamp_utc", "git_commit", "load", "activity", "wall_s", "sets", "threads", "min_run_time_s",
+            "rounds", "tensorops_augment")
+    meta["parts"] = [{k: p["meta"].get(k) for k in keep} | {"rows": len(p["rows"])} for p in parts]
+    meta["sets"] = list(dict.fromkeys(s for p in parts for s in p["meta"]["sets"]))
+    meta["threads"] = list(dict.fromkeys(t for p in parts for t in p["meta"]["threads"]))
+    acts = [p["meta"].get("activity") or {} for p in parts]
+    meta["activity"] = dict(acts[0], samples=sum(a.get("samples", 0) for a in acts),
+                            samples_with_a_compiler=sum(a.get("samples_with_a_compiler", 0) for a in acts),
+                            note="summed over meta.parts")
+    meta["timestamp_utc"] = max(p["meta"]["timestamp_utc"] for p in parts)
+    return {"meta": meta, "rows": [r for p in parts for r in p["rows"]]}
+
+
+def _merge(files: Sequence[str], out: str, grid: str, threads: str, load: int) -> int:
+    import json
+
+    parts = []
+    for f in files:
+        with open(f, encoding="utf-8") as fh:
+            parts.append(json.load(fh))
+    counts = [int(t) for t in threads.split(",") if t.strip()]
+    suffix = "" if counts == [1, 0] else "_threads" + "-".join(
+        str(t) for t in dict.fromkeys(t for p in parts for t in p["meta"]["threads"]))
+    return _write(merge(parts), out, f"augment_{grid}{suffix}", load)
 
 
 if __name__ == "__main__":

@@ -748,3 +748,19 @@ def test_augment_only_selects_rows_by_name_group_or_name_without_arguments():
         "ColorJitter(0.4, 0.4, 0.4, 0.1)", "ColorJitter(0.4, 0.4, 0.4)", "RandAugment(2, 9)", "brightness"]
     with pytest.raises(ValueError, match="no row is 'nope'"):
         augment.select("nope")
+
+
+def test_augment_merges_parts_timed_in_separate_windows():
+    from benchmarks import augment
+
+    def part(rows, when, compiled):
+        return {"meta": {"timestamp_utc": when, "git_commit": "c", "load": {}, "sets": ["photo-like"], "threads": [1],
+                         "activity": {"samples": 10, "samples_with_a_compiler": compiled}, "wall_s": 1.0},
+                "rows": [{"row": r} for r in rows]}
+
+    merged = augment.merge([part(["TrivialAugmentWide"], "2026-01-01T00:00:00Z", 0),
+                            part(["brightness", "hue"], "2026-01-01T00:05:00Z", 1)])
+    assert [r["row"] for r in merged["rows"]] == ["TrivialAugmentWide", "brightness", "hue"]
+    assert [p["rows"] for p in merged["meta"]["parts"]] == [1, 2]
+    assert merged["meta"]["activity"]["samples"] == 20 and merged["meta"]["activity"]["samples_with_a_compiler"] == 1
+    assert merged["meta"]["timestamp_utc"] == "2026-01-01T00:05:00Z"
