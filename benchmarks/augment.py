@@ -310,7 +310,7 @@ def compare(expected: torch.Tensor, actual: Any) -> str:
     n = int((diff > 0).sum())
     if n == 0:
         return "bit-identical"
-    return f"differs: {100.0 * n / diff.numel():.3f}% of values, at most {int(diff.max())} steps"
+    return f"differs: {n} of {diff.numel()} values ({100.0 * n / diff.numel():.2g}%), at most {int(diff.max())} steps"
 
 
 def _first_error(stmt: Callable[[], Any]) -> Tuple[Any, Optional[str]]:

@@ -278,7 +278,7 @@ def view_augment(path: str, result: Dict[str, Any], policies_only: bool = False,
                 sp = r["ratio_to_baseline"].get(col)
                 cells.append(f"{t['median']:.3f} ms, {fmt_ratio(sp['median'], sp)}" if sp else f"{t['median']:.3f} ms")
         check = r.get("check") or ""
-        cells.append("-" if check.startswith("not compared") else check.split(" (")[0] or "-")
+        cells.append("-" if check.startswith("not compared") else check.split(" (affine")[0] or "-")
         rows.append(cells)
     return ["images", "threads", "row", *(f"{c} (ms/image, ratio)" for c in AUGMENT_COLUMNS),
             "tensorops vs torchvision per image"], rows
