@@ -28,7 +28,8 @@ DEFAULT_TESTS="tests/test_clamp.py tests/test_normalize.py tests/test_cat_split.
   tests/test_index_width.py tests/test_fast_divide.py tests/test_copy_units.py tests/test_bad_input.py
   tests/test_concurrency.py tests/test_decode.py::test_fuzzed_jpegs_never_crash
   tests/test_decode.py::test_bad_data_is_a_value_error_naming_the_sample
-  tests/test_decode.py::test_decompression_bomb_header_is_refused_before_decoding tests/test_decode_damaged.py"
+  tests/test_decode.py::test_decompression_bomb_header_is_refused_before_decoding tests/test_decode_damaged.py
+  tests/test_augment_functional.py"
 TESTS="${ASAN_TESTS:-$DEFAULT_TESTS}"
 MIN_PASSED="${ASAN_MIN_PASSED:-600}"
 

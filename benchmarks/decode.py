@@ -10,18 +10,24 @@ followed by the same resize. The JPEGs are encoded once per row (quality 90) fro
 real-photo rows take ``case.real_photos`` (scikit-image's sample photographs cropped and rescaled to ImageNet's
 sizes, quality 90, 4:2:0; skipped, saying so, without scikit-image); ``python -m benchmarks.decode --images DIR``
 measures your files.
+Without torchvision (the Quickstart's bare install) the rows "vs torch-native" time what a user writes with
+Pillow (a dependency) and torch alone, per image: ``Image.open`` + ``convert("RGB")`` + ``numpy.asarray`` as a
+tensor, then the torch-native resize of benchmarks/resized_crop_mirror_normalize.py (``F.interpolate`` with
+antialias, flip, arithmetic) and ``torch.stack``.
 Bytes moved: the files read once and the float batch written once.
 """
 from __future__ import annotations
 
 import io
 import math
+import warnings
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import torch
 
 from benchmarks.case import Bench, Case, photo_like, real_photos
-from benchmarks.resized_crop_mirror_normalize import MEAN, ONE_STEP, REAL_LABEL, REAL_NOTES, STD, _params
+from benchmarks.resized_crop_mirror_normalize import (MEAN, NATIVE, ONE_STEP, REAL_LABEL, REAL_NOTES, STD, _params,
+                                                      native_resize)
 
 
 def encode_jpegs(sizes: Sequence[Tuple[int, int]], quality: int = 90, seed: int = 0,
@@ -169,10 +175,74 @@ def _case(n: int, lo: int, hi: int, crop: int, label: str, train: bool = True, p
     )
 
 
+def _make_native(files: Callable[[], List[bytes]], boxes: torch.Tensor, mirror: torch.Tensor, crop: int, train: bool,
+                 resize_size: int):
+    def make(device: torch.device) -> Bench:
+        import numpy as np
+        import tensorops
+        from PIL import Image
+
+        files_ = files()
+        params = [tuple(int(v) for v in b) for b in boxes.tolist()]
+        flips = mirror.tolist() if train else [False] * len(files_)
+        mean, std = torch.tensor(MEAN).view(3, 1, 1), torch.tensor(STD).view(3, 1, 1)
+
+        def eager(files_):
+            out = []
+            with warnings.catch_warnings():  # Pillow's arrays are read-only: torch warns, and they are only read
+                warnings.simplefilter("ignore", UserWarning)
+                for f, box, flip in zip(files_, params, flips):
+                    im = torch.from_numpy(np.asarray(Image.open(io.BytesIO(f)).convert("RGB"))).permute(2, 0, 1)
+                    x = native_resize(im, box, crop, train, resize_size)
+                    out.append(((x.flip(-1) if flip else x) / 255 - mean) / std)
+            return torch.stack(out)
+
+        def tops(files_):
+            return tensorops.decode_resized_crop_mirror_normalize(files_, MEAN, STD, size=crop, boxes=boxes,
+                                                                  mirror=mirror if train else None,
+                                                                  crop_first=train)
+
+        return Bench(eager=eager, tensorops=tops, args=(files_,),
+                     nbytes=sum(len(f) for f in files_) + len(files_) * 3 * crop * crop * 4)
+
+    return make
+
+
+def _native_case(n: int, lo: int, hi: int, crop: int, label: str, train: bool = True) -> Case:
+    sizes, boxes, mirror, resize_size = _params(n, lo, hi, crop, train)
+    mode = "train" if train else "eval"
+    return Case(
+        op="decode_resized_crop_mirror_normalize",
+        series=f"decode_resized_crop_mirror_normalize jpeg->f32 {mode}{NATIVE}",
+        case=label,
+        shape=f"{n}x JPEG ({lo}-{hi})^2 q90 4:2:0 ->{crop}x{crop} {mode}",
+        dtype="jpeg->f32",
+        layout="NCHW",
+        nbytes=None,
+        make=_make_native(lambda: encode_jpegs(sizes), boxes, mirror, crop, train, resize_size),
+        eager_expr="Pillow + torch per image (no torchvision): Image.open, convert(RGB), numpy.asarray as a tensor, "
+                   f"box slice, .float(), F.interpolate(bilinear, antialias=True){', flip(-1)' if train else ''}, "
+                   "(x / 255 - mean) / std; torch.stack",
+        compile_grids=(),
+        check_atol=ONE_STEP,  # Pillow's libjpeg-turbo and tensorops' may round an IDCT differently
+        notes="photo-like JPEGs encoded by the benchmark; needs no torchvision",
+    )
+
+
+def native_cases(grid: str) -> List[Case]:
+    """The rows against Pillow + torch alone (the Quickstart's picture without torchvision)."""
+    if grid == "smoke":
+        return [_native_case(2, 20, 28, 8, "tiny")]
+    # training only outside the full grid: the Quickstart's run stays about as long as it was (the resize rows
+    # show evaluation; an eval decode row's per-image Resize of the whole image costs the most to time)
+    modes = (True, False) if grid == "full" else (True,)
+    return [_native_case(32, 300, 500, 224, "imagenet", train=t) for t in modes]
+
+
 def cases(device: torch.device, grid: str) -> List[Case]:
     # the op decodes on the host: a CUDA run times the same host work (its rows take no device)
     if grid == "smoke":
-        return [_case(2, 20, 28, 8, "tiny")]
+        return [_case(2, 20, 28, 8, "tiny"), *native_cases(grid)]
     rows = [_case(32, 300, 500, 224, "imagenet"), _case(32, 300, 500, 224, "imagenet", train=False)]
     # real photographs beside the photo-like ones (the synthetic files alone overstated the ratios: Performance)
     rows += [_case(32, 300, 500, 224, "imagenet", train=t, real=True) for t in (True, False)]
@@ -180,7 +250,7 @@ def cases(device: torch.device, grid: str) -> List[Case]:
         rows += [_case(8, 1400, 3500, 224, "2-12MP"), _case(8, 1400, 3500, 224, "2-12MP", train=False)]
         # progressive, as web images often are: reduced_scale at 1/8 then reads no luma AC scan (jpeg.h)
         rows += [_case(8, 1400, 3500, 224, "2-12MP progressive", train=t, progressive=True) for t in (True, False)]
-    return rows
+    return rows + native_cases(grid)
 
 
 def main(argv=None) -> None:

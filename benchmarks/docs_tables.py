@@ -157,9 +157,14 @@ def case_name(row: Dict[str, Any], prefix: str) -> str:
     return name
 
 
+def vs_torchvision(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The rows whose eager column is torchvision v2 (the Quickstart's rows against torch alone are left out)."""
+    return [r for r in rows if not r["series"].endswith(" vs torch-native")]
+
+
 def view_vs_torchvision(path: str, result: Dict[str, Any]) -> Table:
     rows = []
-    for r in result["rows"]:
+    for r in vs_torchvision(result["rows"]):
         case = case_name(r, "resized_crop_mirror_normalize ")
         rows.append([case, r["layout"], fmt_time(r["eager_s"]), fmt_time(r["tensorops_s"]),
                      fmt_ratio(r["speedup_vs_eager"], r.get("speedup_vs_eager_spread"))])
@@ -171,7 +176,7 @@ def view_decode(path: str, result: Dict[str, Any]) -> Table:
     per-round medians of benchmarks/decode.py's paired columns), torchvision v2 first."""
     paired = ("decode_jpeg + tensorops resize", "PIL + tensorops resize", "DALI CPU", "tensorops reduced_scale")
     rows = []
-    for r in result["rows"]:
+    for r in vs_torchvision(result["rows"]):
         name = case_name(r, "decode_resized_crop_mirror_normalize jpeg->f32 ")
         cells = [name if r["series"].endswith(" real photos") else f"{name} ({r['case']})",
                  fmt_time(r["tensorops_s"]),

@@ -154,53 +154,147 @@ def markdown_table(result: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# the families whose rows are the image pipeline (one batch of photo-sized images each): the plot's first panel
+IMAGE_OPS = ("crop_mirror_normalize", "resized_crop_mirror_normalize", "decode_resized_crop_mirror_normalize")
+_SHORT = (("decode_resized_crop_mirror_normalize jpeg->f32", "JPEG bytes -> batch (decode+resize)"),
+          ("resized_crop_mirror_normalize", "resize"), (" u8->f32", ""), (" hwc", ", HWC memory"),
+          (" vs torch-native", ""))
+
+
+def peer(row: Dict[str, Any]) -> str:
+    """Whom the row's eager column is: torchvision v2, Pillow + torch, or torch alone."""
+    expr = row.get("eager_expr") or ""
+    if expr.startswith("torchvision"):
+        return "torchvision v2"
+    if expr.startswith("Pillow"):
+        return "Pillow + torch"
+    return "torch"
+
+
+def bar_label(row: Dict[str, Any], with_device: bool = False) -> str:
+    """A row's name on a bar: its series, shortened, and its case where the series does not say it."""
+    name = row["series"]
+    for long, short in _SHORT:
+        name = name.replace(long, short)
+    if row["case"] not in row["series"] and row["case"] not in ("imagenet",):
+        name += f" [{row['case']}]"
+    return (f"{row['device']}: " if with_device else "") + name
+
+
+def is_image_row(row: Dict[str, Any]) -> bool:
+    return row["times"] in IMAGE_OPS or "augment" in row["times"]
+
+
+def plot_groups(rows: Sequence[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]],
+                                                          List[Dict[str, Any]], List[Tuple[str, str]]]:
+    """How :func:`plot` places the rows: (image-pipeline bars, bars of series timed at one size, rows of series
+    at several sizes, the (device, op) line panels those fill). Every row is in exactly one of the first three."""
+    images = [r for r in rows if is_image_row(r)]
+    others = [r for r in rows if not is_image_row(r)]
+    counts: Dict[Tuple[str, str], int] = {}
+    for r in others:
+        counts[(r["device"], r["series"])] = counts.get((r["device"], r["series"]), 0) + 1
+    single = [r for r in others if counts[(r["device"], r["series"])] == 1]
+    lines = [r for r in others if counts[(r["device"], r["series"])] > 1]
+    return images, single, lines, list(dict.fromkeys((r["device"], r["times"]) for r in lines))
+
+
 def plot(result: Dict[str, Any], path: str) -> None:
-    """Speedup of tensorops over native eager against bytes moved, log-log, one line per series (a family of
-    rows differing only in size); one panel per (device, registry op timed) so the lines stay readable."""
+    """The run at a glance: speedup of tensorops over the row's native eager code (> 1: tensorops is faster).
+
+    * first, one bar per image-pipeline row (crop, resize, decode, augment: a batch of photo-sized images),
+      coloured by whom the eager column is (torchvision v2, or torch / Pillow alone where torchvision is absent);
+    * then one bar per row timed at a single size (a line needs two points);
+    * then, per (device, op) with rows at several sizes, speedup against bytes moved, log-log, one line per
+      series.
+    Bars carry their ratio and the min-max over the interleaved rounds."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, LogLocator
 
     rows = [r for r in result["rows"] if r["speedup_vs_eager"]]
     devices = sorted({r["device"] for r in rows}) or ["cpu"]
-    families = list(dict.fromkeys(r["times"] for r in rows)) or ["normalize"]  # one panel per op timed
-    from matplotlib.ticker import FuncFormatter
-
-    ncols = min(2, len(families))
-    per_device = (len(families) + ncols - 1) // ncols
-    fig, axes = plt.subplots(per_device * len(devices), ncols, figsize=(7.5 * ncols, 4.8 * per_device * len(devices)),
-                             squeeze=False)
-    for k in range(len(families), ncols * per_device):  # the empty panel of an odd number of families
-        for i in range(len(devices)):
-            axes[i * per_device + k // ncols][k % ncols].set_visible(False)
-    times_x = FuncFormatter(lambda v, _: f"{v:g}x")
+    several = len(devices) > 1
+    images, single, lines, panels = plot_groups(rows)
+    ncols = 2
+    line_rows = (len(panels) + ncols - 1) // ncols
+    bar_h = [0.32 * len(b) + 1.0 for b in (images, single) if b]
+    heights = bar_h + [4.2] * line_rows
+    fig = plt.figure(figsize=(15, sum(heights) + 1.0), layout="constrained")
     meta = result["meta"]
-    for i, dev in enumerate(devices):
-        where = meta.get("gpu_name") if dev.startswith("cuda") else f"{meta['cpu_model']} x{meta['cpu_count']}"
-        for j, fam in enumerate(families):
-            ax = axes[i * per_device + j // ncols][j % ncols]
-            series: Dict[str, List[Tuple[int, float]]] = {}
-            for r in rows:
-                if r["device"] == dev and r["times"] == fam:
-                    series.setdefault(r["series"], []).append((r["bytes"], r["speedup_vs_eager"]))
-            colors = plt.get_cmap("tab10" if len(series) <= 10 else "tab20")
-            for k, (name, pts) in enumerate(sorted(series.items())):
-                pts.sort()
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=colors(k), label=name)
-            ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.yaxis.set_major_formatter(times_x)
-            ax.yaxis.set_minor_formatter(times_x)
-            ax.set_xlabel("bytes moved by the op")
-            ax.set_ylabel("speedup vs native eager (x)")
-            ax.set_title(f"{fam} on {dev} ({where})", fontsize=9)
-            ax.grid(True, which="both", alpha=0.3)
-            if series:
-                ax.legend(fontsize=7, loc="best")
-    fig.suptitle(f"tensorops {meta.get('tensorops_build_info', {}).get('version')} vs native torch "
-                 f"{meta['torch']} ({meta['grid']} grid; > 1 is faster)", fontsize=10)
-    fig.tight_layout()
+    where = {d: (meta.get("gpu_name") if d.startswith("cuda") else f"{meta['cpu_model']} x{meta['cpu_count']}, "
+                 f"{meta['torch_threads']} threads") for d in devices}
+    fig.suptitle(f"tensorops {meta.get('tensorops_build_info', {}).get('version')} against native code, torch "
+                 f"{meta['torch']}, {meta['grid']} grid: speedup = native time / tensorops time (> 1: tensorops is "
+                 f"faster)\n" + "; ".join(f"{d}: {w}" for d, w in where.items()), fontsize=11)
+    if not heights:
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        return
+    grid = fig.add_gridspec(len(heights), ncols, height_ratios=heights)
+    times_x = FuncFormatter(lambda v, _: f"{v:g}x")
+    colors = {"torchvision v2": "tab:blue", "torch": "tab:orange", "Pillow + torch": "tab:green"}
+
+    def bars(ax, chosen: List[Dict[str, Any]], title: str, by_peer: bool) -> None:
+        labels = [bar_label(r, several) + (f"  (vs {peer(r)})" if by_peer else "") for r in chosen]
+        vals = [r["speedup_vs_eager"] for r in chosen]
+        lo = [v - (r.get("speedup_vs_eager_spread") or {}).get("min", v) for r, v in zip(chosen, vals)]
+        hi = [(r.get("speedup_vs_eager_spread") or {}).get("max", v) - v for r, v in zip(chosen, vals)]
+        ys = list(range(len(chosen)))[::-1]
+        col = [colors.get(peer(r), "tab:grey") if by_peer else "tab:purple" for r in chosen]
+        ax.barh(ys, vals, color=col, xerr=[[max(0.0, x) for x in lo], [max(0.0, x) for x in hi]],
+                error_kw=dict(ecolor="black", elinewidth=0.8, capsize=2), height=0.7)
+        ax.set_yticks(ys, labels, fontsize=8)
+        ax.set_xscale("log")
+        ax.axvline(1.0, color="grey", linestyle="--", linewidth=1)
+        top = max(vals + [v + h for v, h in zip(vals, hi)])
+        ax.set_xlim(min(0.5, min(vals) * 0.8), top * 2.2)
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(times_x)
+        ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+        for y, v, h in zip(ys, vals, hi):
+            ax.text(v + h, y, f" {v:.2f}x", va="center", fontsize=8)
+        ax.set_xlabel("speedup vs native (x, log scale); whiskers: min-max over rounds")
+        ax.set_title(title, fontsize=10, loc="left")
+        ax.grid(True, axis="x", which="major", alpha=0.3)
+        if by_peer:
+            seen = list(dict.fromkeys(peer(r) for r in chosen))
+            handles = [plt.Rectangle((0, 0), 1, 1, color=colors.get(p, "tab:grey")) for p in seen]
+            ax.legend(handles, [f"native = {p}" for p in seen], fontsize=8, loc="lower right")
+
+    k = 0
+    if images:
+        bars(fig.add_subplot(grid[k, :]), images, "Image batches (32 photo-sized images unless the label says "
+             "otherwise): crop, resize, decode, augment against the per-image code a user writes", True)
+        k += 1
+    if single:
+        bars(fig.add_subplot(grid[k, :]), single, "Other ops, at one size each, against native eager torch", False)
+        k += 1
+    for j, (dev, fam) in enumerate(panels):
+        ax = fig.add_subplot(grid[k + j // ncols, j % ncols])
+        series: Dict[str, List[Tuple[int, float]]] = {}
+        for r in lines:
+            if r["device"] == dev and r["times"] == fam:
+                series.setdefault(r["series"], []).append((r["bytes"], r["speedup_vs_eager"]))
+        cmap = plt.get_cmap("tab10")
+        for c, (name, pts) in enumerate(sorted(series.items())):
+            pts.sort()
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=cmap(c % 10), label=name)
+        ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ys = [p[1] for pts in series.values() for p in pts] + [1.0]
+        narrow = max(ys) / min(ys) < 5  # less than a decade: ticks at finer steps, so the axis still reads
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)
+                                              if narrow else (1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(times_x)
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+        ax.set_xlabel("bytes moved by the op")
+        ax.set_ylabel("speedup vs native eager (x)")
+        ax.set_title(f"{fam} on {dev}, by size", fontsize=10, loc="left")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -159,4 +159,8 @@ TENSOROPS_DEFINE_LIBRARY(TENSOROPS_LIBRARY, m) {
   // The batch with each sample's box (int64 (N, 4): top, left, height, width) set to value: uint8 (N, C) per
   // sample, or a uint8 tensor of the batch's shape whose pixels are copied (per-pixel noise, CutMix's source).
   m.def("augment_erase(Tensor batch, Tensor boxes, Tensor value) -> Tensor");
+  // AugMix's mix: weights[:, 0] * batch + sum_k weights[:, k] * augmented[k - 1] in float32, v2's order, truncated
+  // to uint8; every augmented batch has the batch's shape and strides (contiguous or channels_last), K <= 8,
+  // weights float32 (N, 1 + K).
+  m.def("augment_mix(Tensor batch, Tensor[] augmented, Tensor weights) -> Tensor");
 }

@@ -41,6 +41,12 @@ torch.manual_seed(0)
 HAS_CUDA = torch.cuda.is_available() and tensorops.build_info()["cuda"]
 HAS_TORCHVISION = importlib.util.find_spec("torchvision") is not None
 HAS_RAY = importlib.util.find_spec("ray") is not None
+try:  # the policies, where this tensorops has them (not another checkout's, lent by an editable install)
+    import os.path
+    import tensorops.augment.transforms
+    HAS_AUGMENT = tensorops.augment.transforms.__file__.startswith(os.path.dirname(tensorops.__file__) + os.sep)
+except Exception:  # absent, or not built into this library (tests/test_augment_*.py report that)
+    HAS_AUGMENT = False
 """
 doctest_default_flags = 0
 import doctest as _doctest  # noqa: E402
@@ -69,7 +75,7 @@ def _registry_table() -> None:
     cols = ["op", "drop-in for", "devices", "autograd", "forward AD", "vmap", "torch.compile", "out=",
             "in place", "lists"]
     yes = lambda b: "yes" if b else "no"  # noqa: E731
-    rows = [[f"``{o.name}``", f"``{o.torch_name}``", ", ".join(o.devices), yes(o.autograd),
+    rows = [[f"``{o.name if o.module == 'tensorops' else o.qualname}``", f"``{o.torch_name}``", ", ".join(o.devices), yes(o.autograd),
              yes(o.forward_ad), yes(o.vmap), yes(o.compile), yes(o.out), yes(o.inplace), yes(o.tensor_list)]
             for o in OPS.values()]
     lines = [".. list-table::", "   :header-rows: 1", ""]

@@ -23,6 +23,10 @@ def _register() -> None:
     def _(batch, boxes, value):
         return _like(batch)
 
+    @torch.library.register_fake(lib + "augment_mix")
+    def _(batch, augmented, weights):
+        return _like(batch)
+
 
 if _extension.is_compiled():
     _register()

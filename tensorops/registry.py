@@ -7,16 +7,21 @@ harness read this table instead of keeping lists of their own, so a new op joins
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from typing import Dict, Tuple
 
 
 @dataclasses.dataclass(frozen=True)
 class OpInfo:
-    """One public op: ``tensorops.<name>``, a drop-in for ``torch_name``.
+    """One public op: ``<module>.<name>`` (``tensorops.<name>`` unless ``module`` says otherwise), a drop-in for
+    ``torch_name``.
 
     ``family``: the op family; its benchmark cases live in ``benchmarks/<bench>.py`` and its kernels in
     ``csrc/cpu``/``csrc/cuda`` files of that family. ``schemas``: the ``torch.ops.tensorops`` ops the function
-    calls (their CPU and CUDA kernels are what the "kernel ran" tests look for in the profiler).
+    calls (their CPU and CUDA kernels are what the "kernel ran" tests look for in the profiler). ``harness``:
+    ``benchmarks/<bench>.py`` gives the benchmark harness its rows (``cases(device, grid)``); False where that
+    module is a runner of its own (augment: torchvision per image vs batch vs kornia), which the harness skips.
+    Names are unique across modules (the tests, the catalogue and the sanitizer key on them).
     """
 
     name: str
@@ -35,12 +40,24 @@ class OpInfo:
     out_overloads: Tuple[str, ...] = ()
     inplace: bool = False  # writes its input
     tensor_list: bool = False  # takes (or gives) a list of tensors (clamp and clamp_: as well as a tensor)
+    module: str = "tensorops"  # the public module that exports it (tensorops.augment's ops stay in their module)
+    harness: bool = True  # benchmarks/<bench>.py has harness rows (see above)
 
     @property
     def function(self):
-        import tensorops
+        return getattr(importlib.import_module(self.module), self.name)
 
-        return getattr(tensorops, self.name)
+    @property
+    def qualname(self) -> str:
+        """``tensorops.normalize``, ``tensorops.augment.adjust_hue``: what users call."""
+        return f"{self.module}.{self.name}"
+
+
+def _augment(name: str, schema: str = "augment_apply", torch_name: str = "") -> OpInfo:
+    """A tensorops.augment op: uint8 in and out (no derivatives, no vmap), its own benchmark runner
+    (benchmarks/augment.py), torch.compile through the fake kernels of tensorops/_augment_ops.py."""
+    return OpInfo(name, torch_name or f"torchvision.transforms.v2.functional.{name}", "augment", "augment", (schema,),
+                  autograd=False, forward_ad=False, vmap=False, module="tensorops.augment", harness=False)
 
 
 OPS: Dict[str, OpInfo] = {
@@ -74,6 +91,14 @@ OPS: Dict[str, OpInfo] = {
                ("decode_resized_crop_mirror_normalize", "decode_resized_crop_mirror_normalize_out"),
                devices=("cpu",), autograd=False, forward_ad=False, vmap=False, compile=False, out=True,
                tensor_list=True),
+        # tensorops.augment: torchvision v2's image ops on uint8 batches, per-sample arguments; each sample equals
+        # the v2 function on that image (apply_ops: one OPS entry per sample, each such a function)
+        *(_augment(name) for name in (
+            "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "adjust_sharpness",
+            "posterize", "solarize", "autocontrast", "equalize", "invert", "rgb_to_grayscale", "affine", "rotate")),
+        _augment("erase", "augment_erase"),
+        _augment("apply_ops", torch_name="per-sample torchvision.transforms.v2.functional ops (TrivialAugmentWide's)"),
+        _augment("mix", "augment_mix", torch_name="v2.AugMix's mix of its chains (torchvision.transforms.v2.AugMix)"),
     )
 }
 
@@ -84,5 +109,6 @@ def families() -> Tuple[str, ...]:
 
 
 def benchmark_modules() -> Tuple[str, ...]:
-    """The ``benchmarks.<module>`` names that hold the ops' benchmark cases, in table order."""
-    return tuple(dict.fromkeys(op.bench for op in OPS.values()))
+    """The ``benchmarks.<module>`` names that hold the harness's benchmark cases, in table order (the ops of a
+    runner of its own, ``harness=False``, are timed by that runner)."""
+    return tuple(dict.fromkeys(op.bench for op in OPS.values() if op.harness))

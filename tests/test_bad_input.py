@@ -78,6 +78,43 @@ def _jpeg_bytes(declare=None) -> bytes:
 
 
 
+# ---- tensorops.augment: a (2, 3, 4, 4) uint8 batch; each op's wrong batch (float32: TypeError; 2 channels) --------
+AUGMENT_ARGS = {  # the arguments after the batch that make a valid call
+    "adjust_brightness": (1.0,), "adjust_contrast": (1.0,), "adjust_saturation": (1.0,), "adjust_hue": (0.0,),
+    "adjust_sharpness": (1.0,), "posterize": (4,), "solarize": (128.0,), "autocontrast": (), "equalize": (),
+    "invert": (), "rgb_to_grayscale": (), "affine": (), "rotate": (30.0,),
+    "erase": (torch.zeros(2, 4, dtype=torch.long),), "apply_ops": (torch.tensor([1, 2]), torch.ones(2)),
+    "mix": ([torch.zeros(2, 3, 4, 4, dtype=torch.uint8)], torch.full((2, 2), 0.5)),
+}
+
+
+def _u8(dtype=torch.uint8, shape=(2, 3, 4, 4)):
+    return torch.zeros(shape, dtype=torch.uint8).to(dtype)
+
+
+def _codes(code, n=2):
+    return torch.full((n,), code, dtype=torch.long)
+
+
+def _params(n=2, m=None):
+    p = torch.zeros(n, 9, dtype=torch.float64)
+    p[:, 4] = 1.0  # scale
+    if m is not None:
+        p[:, 0] = torch.tensor(m, dtype=torch.float64)
+    return p
+
+
+def _augment_rows():
+    rows = []
+    for op, rest in AUGMENT_ARGS.items():
+        rows += [
+            Row(f"{op}/batch-float32", op, lambda r=rest: ((_u8(torch.float32), *r), {}), TypeError, r"\bbatch\b.*\buint8\b"),
+            Row(f"{op}/batch-2-channels", op, lambda r=rest: ((_u8(shape=(2, 2, 4, 4)), *r), {}), ValueError, r"\bbatch\b.*\bchannels\b"),
+            Row(f"{op}/batch-3d", op, lambda r=rest: ((_u8(shape=(3, 4, 4)), *r), {}), ValueError, r"\bbatch\b"),
+        ]
+    return rows
+
+
 CATALOGUE = [
     # ---- normalize: input ---------------------------------------------------------------------------------
     Row("normalize/input-complex", "normalize", lambda: ((_img(torch.complex64), M, S), {}), TypeError, ARG_INPUT),
@@ -258,6 +295,62 @@ CATALOGUE = [
     Row("decode_resized_crop_mirror_normalize/max-pixels", "decode_resized_crop_mirror_normalize", lambda: (([_jpeg_bytes()], M, S), {"size": 2, "max_pixels": -1}), ValueError, r"\bmax_pixels\b"),
     Row("decode_resized_crop_mirror_normalize/paths-length", "decode_resized_crop_mirror_normalize", lambda: (([_jpeg_bytes()], M, S), {"size": 2, "paths": ["a", "b"]}), ValueError, r"\bpaths\b"),
     Row("decode_resized_crop_mirror_normalize/out-shape", "decode_resized_crop_mirror_normalize", lambda: (([_jpeg_bytes()], M, S), {"size": 2, "out": torch.empty(1, 3, 3, 3)}), ValueError, r"\bout\b"),
+    # ---- tensorops.augment (tensorops/augment/functional.py): the per-sample checks name the argument and sample --
+    *_augment_rows(),
+    Row("adjust_brightness/factor-length-3-for-2-samples", "adjust_brightness", lambda: ((_u8(), torch.ones(3)), {}), ValueError, r"\bbrightness_factor\b.*\(2,\)"),
+    Row("adjust_brightness/factor-str", "adjust_brightness", lambda: ((_u8(), "1.5"), {}), TypeError, r"\bbrightness_factor\b"),
+    Row("adjust_brightness/factor-negative", "adjust_brightness", lambda: ((_u8(), torch.tensor([1.0, -0.5])), {}), ValueError, r"\bbrightness_factor of sample 1\b"),
+    Row("adjust_contrast/factor-negative", "adjust_contrast", lambda: ((_u8(), torch.tensor([-1.0, 0.5])), {}), ValueError, r"\bcontrast_factor of sample 0\b"),
+    Row("adjust_saturation/factor-negative", "adjust_saturation", lambda: ((_u8(), -2.0), {}), ValueError, r"\bsaturation_factor of sample 0\b"),
+    Row("adjust_saturation/factor-2d", "adjust_saturation", lambda: ((_u8(), torch.ones(2, 1)), {}), ValueError, r"\bsaturation_factor\b"),
+    Row("adjust_sharpness/factor-nan", "adjust_sharpness", lambda: ((_u8(), torch.tensor([1.0, NAN])), {}), ValueError, r"\bsharpness_factor of sample 1\b"),
+    Row("adjust_hue/factor-above-half", "adjust_hue", lambda: ((_u8(), torch.tensor([0.1, 0.7])), {}), ValueError, r"\bhue_factor of sample 1\b.*\[-0\.5, 0\.5\]"),
+    Row("adjust_hue/factor-length", "adjust_hue", lambda: ((_u8(), [0.1]), {}), ValueError, r"\bhue_factor\b"),
+    Row("posterize/bits-9", "posterize", lambda: ((_u8(), 9), {}), ValueError, r"\bbits of sample 0\b"),
+    Row("posterize/bits-fraction", "posterize", lambda: ((_u8(), torch.tensor([2.0, 1.5])), {}), ValueError, r"\bbits of sample 1\b"),
+    Row("solarize/threshold-above-255", "solarize", lambda: ((_u8(), torch.tensor([255.0, 256.0])), {}), ValueError, r"\bthreshold of sample 1\b"),
+    Row("rgb_to_grayscale/num-output-channels-2", "rgb_to_grayscale", lambda: ((_u8(), 2), {}), ValueError, r"\bnum_output_channels\b"),
+    Row("affine/scale-zero", "affine", lambda: ((_u8(),), {"scale": torch.tensor([1.0, 0.0])}), ValueError, r"\bscale of sample 1\b"),
+    Row("affine/translate-rows", "affine", lambda: ((_u8(),), {"translate": torch.zeros(3, 2)}), ValueError, r"\btranslate\b"),
+    Row("affine/shear-str", "affine", lambda: ((_u8(),), {"shear": "x"}), TypeError, r"\bshear\b"),
+    Row("affine/interpolation-bicubic", "affine", lambda: ((_u8(),), {"interpolation": "bicubic"}), ValueError, r"\binterpolation\b"),
+    Row("affine/fill-2-values-for-3-channels", "affine", lambda: ((_u8(),), {"fill": [1, 2]}), ValueError, r"\bfill\b"),
+    Row("rotate/angle-length", "rotate", lambda: ((_u8(), torch.zeros(3)), {}), ValueError, r"\bangle\b"),
+    Row("rotate/center-str", "rotate", lambda: ((_u8(), 10.0), {"center": "ab"}), TypeError, r"\bcenter\b"),
+    Row("erase/boxes-3-columns", "erase", lambda: ((_u8(), torch.zeros(2, 3, dtype=torch.long)), {}), ValueError, r"\bboxes\b"),
+    Row("erase/boxes-float", "erase", lambda: ((_u8(), torch.zeros(2, 4)), {}), TypeError, r"\bboxes\b"),
+    Row("erase/boxes-negative", "erase", lambda: ((_u8(), torch.tensor([[0, 0, 1, 1], [0, -1, 1, 1]])), {}), ValueError, r"\bboxes of sample 1\b"),
+    Row("erase/value-shape", "erase", lambda: ((_u8(), torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, 2)), {}), ValueError, r"\bvalue\b"),
+    Row("erase/value-str", "erase", lambda: ((_u8(), torch.zeros(2, 4, dtype=torch.long), "a"), {}), TypeError, r"\bvalue\b"),
+    Row("apply_ops/ops-out-of-range", "apply_ops", lambda: ((_u8(), torch.tensor([0, 17]), torch.zeros(2)), {}), ValueError, r"\bops of sample 1\b"),
+    Row("apply_ops/ops-float", "apply_ops", lambda: ((_u8(), torch.tensor([1.7, 10.2]), torch.zeros(2)), {}), TypeError, r"\bops\b"),
+    Row("solarize/threshold-nan", "solarize", lambda: ((_u8(), torch.tensor([NAN, 0.0])), {}), ValueError, r"\bthreshold of sample 0\b"),
+    Row("apply_ops/ops-length", "apply_ops", lambda: ((_u8(), torch.tensor([0]), torch.zeros(2)), {}), ValueError, r"\bops\b"),
+    Row("apply_ops/magnitudes-length", "apply_ops", lambda: ((_u8(), torch.tensor([0, 1]), torch.zeros(3)), {}), ValueError, r"\bmagnitudes\b"),
+    Row("apply_ops/hue-magnitude-out-of-range", "apply_ops", lambda: ((_u8(), torch.tensor([4, 4]), torch.tensor([0.0, 0.6])), {}), ValueError, r"\bmagnitudes \(hue\) of sample 1\b"),
+    Row("apply_ops/posterize-magnitude-9", "apply_ops", lambda: ((_u8(), torch.tensor([0, 6]), torch.tensor([0.0, 9.0])), {}), ValueError, r"\bmagnitudes \(posterize\) of sample 1\b"),
+    Row("apply_ops/interpolation", "apply_ops", lambda: ((_u8(), torch.tensor([0, 16]), torch.zeros(2)), {"interpolation": "area"}), ValueError, r"\binterpolation\b"),
+    Row("mix/augmented-shape", "mix", lambda: ((_u8(), [_u8(shape=(2, 3, 4, 5))], torch.full((2, 2), 0.5)), {}), ValueError, r"augmented\[0\]"),
+    Row("mix/augmented-float", "mix", lambda: ((_u8(), [_u8(torch.float32)], torch.full((2, 2), 0.5)), {}), TypeError, r"augmented\[0\]"),
+    Row("mix/weights-columns", "mix", lambda: ((_u8(), [_u8()], torch.full((2, 3), 0.5)), {}), ValueError, r"\bweights\b"),
+    Row("mix/weights-list", "mix", lambda: ((_u8(), [_u8()], [[0.5, 0.5]] * 2), {}), ValueError, r"\bweights\b"),
+    # torch.ops.tensorops.augment_* (what compiled graphs call): the C++ checks
+    Row("ops.augment_apply/batch-float", "ops.augment_apply", lambda: ((_u8().float(), _codes(1), _params()), {"interpolation": 0, "fill": None}), TypeError, r"\bbatch\b"),
+    Row("ops.augment_apply/ops-int32", "ops.augment_apply", lambda: ((_u8(), _codes(1).int(), _params()), {"interpolation": 0, "fill": None}), TypeError, r"\bops\b"),
+    Row("ops.augment_apply/ops-unknown-code", "ops.augment_apply", lambda: ((_u8(), _codes(99), _params()), {"interpolation": 0, "fill": None}), ValueError, r"\bops\b.*sample 0"),
+    Row("ops.augment_apply/params-8-columns", "ops.augment_apply", lambda: ((_u8(), _codes(1), torch.zeros(2, 8, dtype=torch.float64)), {"interpolation": 0, "fill": None}), ValueError, r"\bparams\b"),
+    Row("ops.augment_apply/params-float32", "ops.augment_apply", lambda: ((_u8(), _codes(1), _params().float()), {"interpolation": 0, "fill": None}), TypeError, r"\bparams\b"),
+    Row("ops.augment_apply/negative-factor", "ops.augment_apply", lambda: ((_u8(), _codes(1), _params(m=[1.0, -1.0])), {"interpolation": 0, "fill": None}), ValueError, r"\bparams\b.*sample 1"),
+    Row("ops.augment_apply/interpolation-2", "ops.augment_apply", lambda: ((_u8(), _codes(12), _params()), {"interpolation": 2, "fill": None}), ValueError, r"\binterpolation\b"),
+    Row("ops.augment_apply/fill-2-values", "ops.augment_apply", lambda: ((_u8(), _codes(12), _params()), {"interpolation": 0, "fill": [1.0, 2.0]}), ValueError, r"\bfill\b"),
+    Row("ops.augment_apply/quarter-turn-not-square", "ops.augment_apply", lambda: ((_u8(shape=(2, 3, 3, 4)), _codes(13), _params()), {"interpolation": 0, "fill": None}), ValueError, r"\bops\b.*sample 0.*square"),
+    Row("ops.augment_mix/no-augmented", "ops.augment_mix", lambda: ((_u8(), [], torch.ones(2, 1)), {}), ValueError, r"\baugmented\b"),
+    Row("ops.augment_mix/augmented-strides", "ops.augment_mix", lambda: ((_u8(), [_u8().contiguous(memory_format=torch.channels_last)[:, :, :, :]], torch.ones(2, 2)), {}), ValueError, r"\baugmented\b"),
+    Row("ops.augment_mix/weights-float64", "ops.augment_mix", lambda: ((_u8(), [_u8()], torch.ones(2, 2, dtype=torch.float64)), {}), TypeError, r"\bweights\b"),
+    Row("ops.augment_erase/boxes-int32", "ops.augment_erase", lambda: ((_u8(), torch.zeros(2, 4, dtype=torch.int32), torch.zeros(2, 3, dtype=torch.uint8)), {}), TypeError, r"\bboxes\b"),
+    Row("ops.augment_erase/boxes-negative", "ops.augment_erase", lambda: ((_u8(), torch.tensor([[0, 0, 1, 1], [0, -1, 1, 1]]), torch.zeros(2, 3, dtype=torch.uint8)), {}), ValueError, r"\bboxes\b.*sample 1"),
+    Row("ops.augment_erase/value-float", "ops.augment_erase", lambda: ((_u8(), torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, 3)), {}), TypeError, r"\bvalue\b"),
+    Row("ops.augment_erase/value-rows", "ops.augment_erase", lambda: ((_u8(), torch.zeros(2, 4, dtype=torch.long), torch.zeros(3, 3, dtype=torch.uint8)), {}), ValueError, r"\bvalue\b"),
 ]
 
 # Registry ops whose bad input raises torch's own exceptions word for word (a drop-in of a function that names no
@@ -300,7 +393,8 @@ def _call(row: Row):
     if row.op == "Normalize.forward":
         (ctor_args, ctor_kwargs, fwd_args), _ = args, kwargs
         return tensorops.Normalize(*ctor_args, **ctor_kwargs)(*fwd_args)
-    return getattr(tensorops, row.op)(*args, **kwargs)
+    fn = registry.OPS[row.op].function if row.op in registry.OPS else getattr(tensorops, row.op)
+    return fn(*args, **kwargs)
 
 
 def run_row(row: Row) -> Dict[str, Any]:

@@ -238,7 +238,7 @@ def test_listing_the_grid_makes_no_inputs_and_lazy_rows_count_their_bytes(monkey
     real = decode.encode_jpegs
     monkeypatch.setattr(decode, "encode_jpegs", lambda *a, **k: pytest.fail("a JPEG was encoded to list the grid"))
     assert "decode_resized_crop_mirror_normalize" in harness.benchmarked_ops()
-    (row,) = harness.module_cases("decode", CPU, "smoke")
+    (row,) = [c for c in harness.module_cases("decode", CPU, "smoke") if not c.series.endswith(" vs torch-native")]
     assert row.nbytes is None
     monkeypatch.setattr(decode, "encode_jpegs", real)
     pytest.importorskip("torchvision", reason="the decode row's columns are torchvision's (the listing was checked)")
@@ -272,6 +272,118 @@ def test_real_photo_rows_sit_beside_the_photo_like_ones_and_need_scikit_image(mo
     kept, skipped = harness.drop_unavailable([(CPU, c) for c in rows], print)
     assert kept == [] and {r["needs"] for r in skipped} == {"skimage"}
     assert "pip install scikit-image" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ the Quickstart's demo: image rows without torchvision
+
+
+def _native(items):
+    """The rows against torch (and Pillow) alone, of Cases or of a result's row dicts."""
+    return [c for c in items if (c["series"] if isinstance(c, dict) else c.series).endswith(" vs torch-native")]
+
+
+def test_quickstart_has_image_rows_that_need_no_torchvision():
+    """The Quickstart runs before torchvision is installed: the quick grid still times the resize (train, eval)
+    and the JPEG decode (train; eval too in the full grid) against what torch and Pillow alone give, and needs
+    nothing else."""
+    from benchmarks import decode
+    from benchmarks import resized_crop_mirror_normalize as rcmn
+
+    resize = _native(harness.module_cases("resized_crop_mirror_normalize", CPU, "quick"))
+    dec = _native(harness.module_cases("decode", CPU, "quick"))
+    assert {c.series for c in resize} >= {f"resized_crop_mirror_normalize u8->f32 {m} hwc{rcmn.NATIVE}"
+                                           for m in ("train", "eval")}
+    assert {c.series for c in dec} == {f"decode_resized_crop_mirror_normalize jpeg->f32 train{decode.NATIVE}"}
+    assert {c.series.split()[2] for c in _native(harness.module_cases("decode", CPU, "full"))} == {"train", "eval"}
+    for c in resize + dec:
+        assert "torchvision" not in c.requires and "skimage" not in c.requires
+        assert report.peer({"eager_expr": c.eager_expr}) in ("torch", "Pillow + torch"), c.eager_expr
+        assert c.shape.startswith("32x")
+
+
+@pytest.fixture(scope="module")
+def no_torchvision_smoke(tmp_path_factory):
+    """The smoke grid of the image families as a bare install runs it: torchvision (and scikit-image) hidden."""
+    saved = {k: sys.modules.get(k, "absent") for k in ("torchvision", "skimage")}
+    sys.modules["torchvision"] = None  # find_spec and import both see it missing
+    sys.modules["skimage"] = None
+    try:
+        out = tmp_path_factory.mktemp("bare")
+        said = []
+        result = harness.run(devices=["cpu"], grid="smoke", out_dir=str(out), progress=False, say=said.append,
+                             ops=["crop_mirror_normalize", "resized_crop_mirror_normalize",
+                                  "decode_resized_crop_mirror_normalize"])
+    finally:
+        for k, v in saved.items():
+            if v == "absent":
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+    return result, said
+
+
+def test_native_image_rows_run_and_agree_without_torchvision(no_torchvision_smoke):
+    result, said = no_torchvision_smoke
+    native = _native(result["rows"])
+    assert {r["times"] for r in native} == {"resized_crop_mirror_normalize", "decode_resized_crop_mirror_normalize"}
+    assert {r["series"].split()[-4] for r in native if r["times"] == "resized_crop_mirror_normalize"} >= {
+        "train", "eval"}
+    assert all(r["check"] == "ok" and r["speedup_vs_eager"] > 0 for r in native), [r["check"] for r in native]
+    assert any("need torchvision" in m for m in said)  # the torchvision rows were skipped, and said so
+    assert Path(result["files"]["png"]).stat().st_size > 0
+
+
+def test_augment_row_times_the_jitter_against_torch_per_image(monkeypatch):
+    """Where tensorops.augment exists the demo adds resize + ColorJitter (brightness, contrast, saturation per
+    sample) + normalize against torchvision's formulas written in torch per image. Without it here, a stand-in
+    module with the contract's signatures (vectorized over the batch, so not the row's own per-image code)
+    checks the row itself."""
+    import types
+
+    from benchmarks import resized_crop_mirror_normalize as rcmn
+
+    if not rcmn._has_augment():
+        def blend(x, other, f):
+            f = f.to(torch.float32).view(-1, 1, 1, 1)
+            return x.mul(f).add_(other * (1 - f)).clamp_(0, 255).to(torch.uint8)
+
+        def gray(x):
+            r, g, b = x.unbind(-3)
+            return r.mul(0.2989).add_(g, alpha=0.587).add_(b, alpha=0.114).floor_().unsqueeze(-3)
+
+        functional = types.SimpleNamespace(
+            adjust_brightness=lambda x, f: blend(x, torch.zeros_like(x, dtype=torch.float32), f),
+            adjust_contrast=lambda x, f: blend(x, gray(x).mean(dim=(-3, -2, -1), keepdim=True), f),
+            adjust_saturation=lambda x, f: blend(x, gray(x), f))
+        package = types.ModuleType("tensorops.augment")
+        package.functional = functional
+        monkeypatch.setitem(sys.modules, "tensorops.augment", package)
+        monkeypatch.setitem(sys.modules, "tensorops.augment.functional", functional)
+        monkeypatch.setattr(rcmn, "_has_augment", lambda: True)
+        monkeypatch.setattr(harness, "missing_packages", lambda case: [])
+    (row,) = [c for c in rcmn.native_cases("smoke") if "color jitter" in c.series]
+    assert row.requires == ("tensorops.augment",)
+    assert any("color jitter" in c.series for c in rcmn.native_cases("quick"))
+    bench = row.make(CPU)
+    assert timing.check_same(bench.eager(*bench.args), bench.tensorops(*bench.args), atol=row.check_atol) == "ok"
+    # the stand-in's values are torchvision's: where torchvision is here, the row's per-image code is checked too
+    tv = pytest.importorskip("torchvision.transforms.v2.functional", reason="torchvision checks jitter_native")
+    x = torch.randint(0, 256, (3, 9, 11), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    want = tv.adjust_saturation(tv.adjust_contrast(tv.adjust_brightness(x, 1.3), 0.7), 1.2)
+    assert torch.equal(rcmn.jitter_native(x, 1.3, 0.7, 1.2), want)
+
+
+def test_plot_puts_image_rows_first_and_no_series_alone_in_a_panel(no_torchvision_smoke, smoke):
+    rows = [r for r in no_torchvision_smoke[0]["rows"] + smoke[0]["rows"] if r["speedup_vs_eager"]]
+    images, single, lines, panels = report.plot_groups(rows)
+    assert len(images) + len(single) + len(lines) == len(rows)
+    assert images and all(report.is_image_row(r) for r in images)
+    for dev, fam in panels:  # a line panel's every series has two points or more
+        series = [r["series"] for r in lines if (r["device"], r["times"]) == (dev, fam)]
+        assert series and all(series.count(name) >= 2 for name in series)
+    labels = [report.bar_label(r) for r in images]
+    assert len(set(zip(labels, map(report.peer, images)))) == len(images), "two bars with one label"
+    assert {report.peer(r) for r in _native(images)} == {"torch", "Pillow + torch"}
 
 
 def test_real_photos_are_imagenet_sized_jpegs():

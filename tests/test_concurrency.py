@@ -17,6 +17,7 @@ from torch import nn
 from torch.testing import assert_close
 
 import tensorops
+import tensorops.augment
 from _datasets import NormalizedImages
 from conftest import requires_compiled
 from tensorops import registry
@@ -211,6 +212,101 @@ CASES: Dict[str, Case] = {
         not_captured="it decodes on the host (encoded bytes in, a CPU batch out)",
     ),
 }
+
+
+# ---- tensorops.augment: a (4, C, 36, 36) uint8 batch with per-sample arguments drawn from the seed; the expected
+# result is torchvision v2 per sample (an optional extra: without it, the same call made alone in this thread) ------
+_AUG_NOT_CAPTURED = ("its per-sample arguments are read on the host (CPU tensors in, a params table built per call), "
+                     "as the policies draw them")
+
+
+def _aug_batch(g, c=3, channels_last=False, side=36):
+    x = torch.randint(0, 256, (4, c, side, side), dtype=torch.uint8, generator=g)
+    return x.contiguous(memory_format=torch.channels_last) if channels_last else x
+
+
+def _aug_case(op, make, call, per_sample):
+    """A Case for tensorops.augment.<op>: ``call(batch, *args)`` is ours, ``per_sample(F, image, i, *args)`` the
+    torchvision v2 call for sample i."""
+    def expected(x, *args):
+        try:
+            from torchvision.transforms.v2 import functional as F
+        except ImportError:  # the reference is optional: then concurrent calls must equal one call made alone
+            return [call(x, *args)]
+        out = torch.stack([per_sample(F, x[i], i, *args) for i in range(x.shape[0])])
+        return [out.contiguous(memory_format=torch.channels_last) if x.is_contiguous(memory_format=torch.channels_last)
+                and not x.is_contiguous() else out]
+
+    return Case(op, make, lambda *a: [call(*a)], expected, not_captured=_AUG_NOT_CAPTURED)
+
+
+def _factors(g, lo=0.0, hi=2.0):
+    return torch.rand(4, generator=g, dtype=torch.float64) * (hi - lo) + lo
+
+
+def _box_of(v, box):
+    """The pixels of a per-pixel value inside one box (top, left, height, width)."""
+    t, l, h, w = box.tolist()
+    return v[:, t:t + h, l:l + w]
+
+
+def _convex(w):
+    """Mixing weights as AugMix's: non-negative, summing to 1 per sample (the mix stays within uint8)."""
+    return w / w.sum(1, keepdim=True)
+
+
+A = tensorops.augment
+QUARTERS = [90.0, -90.0, 180.0, 270.0]
+AUGMENT_CASES = {
+    "augment_brightness_nhwc": _aug_case(
+        "adjust_brightness", lambda g: (_aug_batch(g, channels_last=True), _factors(g)), A.adjust_brightness,
+        lambda F, im, i, f: F.adjust_brightness(im, float(f[i]))),
+    # 32x32: the grayscale mean is exact on every device (CUDA's torch mean may round apart from the CPU's elsewhere)
+    "augment_contrast": _aug_case("adjust_contrast", lambda g: (_aug_batch(g, side=32), _factors(g)), A.adjust_contrast,
+                                  lambda F, im, i, f: F.adjust_contrast(im, float(f[i]))),
+    "augment_saturation": _aug_case("adjust_saturation", lambda g: (_aug_batch(g), _factors(g)), A.adjust_saturation,
+                                    lambda F, im, i, f: F.adjust_saturation(im, float(f[i]))),
+    "augment_hue": _aug_case("adjust_hue", lambda g: (_aug_batch(g), _factors(g, -0.5, 0.5)), A.adjust_hue,
+                             lambda F, im, i, f: F.adjust_hue(im, float(f[i]))),
+    "augment_sharpness": _aug_case("adjust_sharpness", lambda g: (_aug_batch(g), _factors(g)), A.adjust_sharpness,
+                                   lambda F, im, i, f: F.adjust_sharpness(im, float(f[i]))),
+    "augment_posterize": _aug_case("posterize", lambda g: (_aug_batch(g), torch.randint(0, 9, (4,), generator=g)),
+                                   A.posterize, lambda F, im, i, b: F.posterize(im, int(b[i]))),
+    "augment_solarize": _aug_case("solarize", lambda g: (_aug_batch(g), _factors(g, 0.0, 255.0)), A.solarize,
+                                  lambda F, im, i, t: F.solarize(im, float(t[i]))),
+    "augment_autocontrast": _aug_case("autocontrast", lambda g: (_aug_batch(g, c=1),), A.autocontrast,
+                                      lambda F, im, i: F.autocontrast(im)),
+    "augment_equalize": _aug_case("equalize", lambda g: (_aug_batch(g),), A.equalize, lambda F, im, i: F.equalize(im)),
+    "augment_invert": _aug_case("invert", lambda g: (_aug_batch(g),), A.invert, lambda F, im, i: F.invert(im)),
+    "augment_grayscale": _aug_case("rgb_to_grayscale", lambda g: (_aug_batch(g),), A.rgb_to_grayscale,
+                                   lambda F, im, i: F.rgb_to_grayscale(im)),
+    # integer translations and half turns (nearest): exact in torchvision's float32 grid as well
+    "augment_affine_nhwc": _aug_case(
+        "affine", lambda g: (_aug_batch(g, channels_last=True), torch.randint(-5, 6, (4, 2), generator=g).double()),
+        lambda x, t: A.affine(x, torch.tensor([0.0, 180.0, 0.0, -180.0]), t, fill=[1, 2, 3]),
+        lambda F, im, i, t: F.affine(im, [0.0, 180.0, 0.0, -180.0][i], t[i].tolist(), 1.0, [0.0, 0.0], fill=[1, 2, 3])),
+    "augment_rotate": _aug_case(
+        "rotate", lambda g: (_aug_batch(g),),
+        lambda x: A.rotate(x, torch.tensor(QUARTERS), interpolation="bilinear"),
+        lambda F, im, i: F.rotate(im, QUARTERS[i], interpolation="bilinear")),
+    "augment_erase": _aug_case(
+        "erase", lambda g: (_aug_batch(g), torch.randint(0, 20, (4, 4), generator=g), _aug_batch(g)),
+        A.erase, lambda F, im, i, b, v: F.erase(im, *b[i].tolist(), v=_box_of(v[i], b[i]))),
+    # invert, posterize, solarize, equalize (OPS 10, 6, 7, 9)
+    "augment_apply_ops": _aug_case(
+        "apply_ops",
+        lambda g: (_aug_batch(g), torch.tensor([10, 6, 7, 9]), torch.tensor([0.0, 3.0, 100.0, 0.0], dtype=torch.float64)),
+        A.apply_ops,
+        lambda F, im, i, o, m: [F.invert(im), F.posterize(im, 3), F.solarize(im, 100.0), F.equalize(im)][i]),
+    # AugMix's mix of two chains with per-sample weights (pure torch: v2's float32 order)
+    "augment_mix": Case(
+        "mix", lambda g: (_aug_batch(g), _aug_batch(g), _aug_batch(g), _convex(torch.rand(4, 3, generator=g))),
+        lambda x, a, b, w: [A.mix(x, [a, b], w)],
+        lambda x, a, b, w: [(w[:, :1, None, None] * x).add_(w[:, 1:2, None, None] * a).add_(w[:, 2:, None, None] * b)
+                            .to(torch.uint8)],
+        not_captured=_AUG_NOT_CAPTURED),
+}
+CASES.update(AUGMENT_CASES)
 
 
 def test_cases_cover_every_registry_op():

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import tensorops
+import tensorops.augment
 from tensorops import _routing
 from tensorops.registry import OPS, OpInfo, benchmark_modules, families
 
@@ -28,8 +29,9 @@ MEAN, STD = [0.1, 0.2, 0.3], [0.5, 0.6, 0.7]
 
 
 class Sample(NamedTuple):
-    """Small float64 inputs for one op: ``make(device)`` gives the primals; ``ours(*primals)`` calls the op,
-    ``theirs(*primals)`` torch's equivalent; ``out(*primals)`` gives a fresh out= argument (None: no out=)."""
+    """Small float64 inputs for one op (uint8 batches for tensorops.augment's): ``make(device)`` gives the
+    primals; ``ours(*primals)`` calls the op, ``theirs(*primals)`` torch's equivalent (torchvision's, per sample);
+    ``out(*primals)`` gives a fresh out= argument (None: no out=)."""
 
     make: Callable[[str], Tuple[torch.Tensor, ...]]
     ours: Callable
@@ -148,6 +150,83 @@ SAMPLES = {
     ),
 }
 
+
+
+# ---- tensorops.augment: a (3, C, 6, 5) uint8 batch and per-sample arguments; theirs is torchvision v2 per sample --
+def _u8(device, c=3, seed=0):
+    return torch.randint(0, 256, (3, c, 6, 5), dtype=torch.uint8, generator=torch.Generator().manual_seed(seed)
+                         ).to(device)
+
+
+def _tv():
+    return pytest.importorskip("torchvision.transforms.v2.functional",
+                               reason="tensorops.augment's reference is torchvision (an optional extra)")
+
+
+def _per_sample(fn):
+    """theirs for an augment op: ``fn(F, image, i, *primals)`` for each sample i, stacked."""
+    return lambda x, *rest: torch.stack([fn(_tv(), x[i], i, *rest) for i in range(x.shape[0])])
+
+
+_F64 = dict(dtype=F64)
+# name: (the extra primals from the batch's device, ours(x, *extra), theirs per sample (F, image, i, *extra))
+_AUGMENT = {
+    "adjust_brightness": (lambda d: (torch.tensor([0.0, 0.7, 1.8], **_F64),),
+                          lambda x, f: tensorops.augment.adjust_brightness(x, f),
+                          lambda F, im, i, f: F.adjust_brightness(im, float(f[i]))),
+    "adjust_contrast": (lambda d: (torch.tensor([0.0, 0.6, 1.7], **_F64),),
+                        lambda x, f: tensorops.augment.adjust_contrast(x, f),
+                        lambda F, im, i, f: F.adjust_contrast(im, float(f[i]))),
+    "adjust_saturation": (lambda d: (torch.tensor([0.0, 0.5, 2.0], **_F64),),
+                          lambda x, f: tensorops.augment.adjust_saturation(x, f),
+                          lambda F, im, i, f: F.adjust_saturation(im, float(f[i]))),
+    "adjust_hue": (lambda d: (torch.tensor([-0.5, 0.1, 0.45], **_F64),),
+                   lambda x, f: tensorops.augment.adjust_hue(x, f),
+                   lambda F, im, i, f: F.adjust_hue(im, float(f[i]))),
+    "adjust_sharpness": (lambda d: (torch.tensor([0.0, 0.4, 2.5], **_F64),),
+                         lambda x, f: tensorops.augment.adjust_sharpness(x, f),
+                         lambda F, im, i, f: F.adjust_sharpness(im, float(f[i]))),
+    "posterize": (lambda d: (torch.tensor([0, 3, 8]),), lambda x, b: tensorops.augment.posterize(x, b),
+                  lambda F, im, i, b: F.posterize(im, int(b[i]))),
+    "solarize": (lambda d: (torch.tensor([0.0, 127.5, 255.0], **_F64),),
+                 lambda x, t: tensorops.augment.solarize(x, t), lambda F, im, i, t: F.solarize(im, float(t[i]))),
+    "autocontrast": (lambda d: (), tensorops.augment.autocontrast, lambda F, im, i: F.autocontrast(im)),
+    "equalize": (lambda d: (), tensorops.augment.equalize, lambda F, im, i: F.equalize(im)),
+    "invert": (lambda d: (), tensorops.augment.invert, lambda F, im, i: F.invert(im)),
+    "rgb_to_grayscale": (lambda d: (), lambda x: tensorops.augment.rgb_to_grayscale(x, 3),
+                         lambda F, im, i: F.rgb_to_grayscale(im, 3)),
+    # integer translations and half turns, nearest: exact in torchvision's float32 grid too
+    "affine": (lambda d: (torch.tensor([0.0, 180.0, 0.0], **_F64), torch.tensor([[1, 0], [0, 0], [-2, 1]], **_F64)),
+               lambda x, a, t: tensorops.augment.affine(x, a, t, 1.0, (0.0, 0.0), fill=9),
+               lambda F, im, i, a, t: F.affine(im, float(a[i]), t[i].tolist(), 1.0, [0.0, 0.0], fill=9)),
+    "rotate": (lambda d: (torch.tensor([180.0, -180.0, 0.0], **_F64),), lambda x, a: tensorops.augment.rotate(x, a),
+               lambda F, im, i, a: F.rotate(im, float(a[i]))),
+    "erase": (lambda d: (torch.tensor([[0, 0, 2, 3], [1, 2, 9, 9], [3, 1, 0, 2]]).to(d),),
+              lambda x, b: tensorops.augment.erase(x, b, 7),
+              lambda F, im, i, b: F.erase(im, *b[i].tolist(), v=torch.tensor(7, dtype=torch.uint8))),
+    # brightness, equalize, rotate 180 (OPS indices 1, 9, 16)
+    "apply_ops": (lambda d: (torch.tensor([1, 9, 16]), torch.tensor([1.3, 0.0, 180.0], **_F64)),
+                  lambda x, o, m: tensorops.augment.apply_ops(x, o, m),
+                  lambda F, im, i, o, m: [F.adjust_brightness(im, 1.3), F.equalize(im), F.rotate(im, 180.0)][i]),
+}
+for _name, (_extra, _ours, _theirs) in _AUGMENT.items():
+    SAMPLES[_name] = Sample(lambda d, e=_extra: (_u8(d), *e(d)), _ours, _per_sample(_theirs))
+
+
+def _torch_mix(x, *rest):
+    """v2.AugMix's mix in float32: w0 * batch, then + w_i * augmented_i in order, truncated to uint8."""
+    *augs, w = rest
+    dims = (x.shape[0], 1, 1, 1)
+    out = w[:, 0].reshape(dims) * x
+    for i, a in enumerate(augs):
+        out.add_(w[:, 1 + i].reshape(dims) * a)
+    return out.to(torch.uint8)
+
+
+SAMPLES["mix"] = Sample(lambda d: (_u8(d), _u8(d, seed=1), _u8(d, seed=2),
+                                   torch.tensor([[0.5, 0.3, 0.2], [0.1, 0.0, 0.9], [1.0, 0.0, 0.0]]).to(d)),
+                        lambda x, a, b, w: tensorops.augment.mix(x, [a, b], w), _torch_mix)
+
 ROWS = [pytest.param(op, id=name) for name, op in OPS.items()]
 
 
@@ -175,6 +254,8 @@ def test_table_is_consistent():
     assert set(families()) == {op.family for op in OPS.values()}
     for module in benchmark_modules():
         assert (ROOT / "benchmarks" / f"{module}.py").is_file(), f"benchmarks/{module}.py is missing"
+    # a runner of its own (harness=False) is not a harness module (its own tests are in tests/test_benchmarks.py)
+    assert not {op.bench for op in OPS.values() if not op.harness} & set(benchmark_modules())
     for op in OPS.values():
         assert op.schemas, op.name
         assert set(op.devices) <= {"cpu", "cuda"} and op.devices, op.name
@@ -190,11 +271,20 @@ def test_table_is_consistent():
 
 
 def test_every_public_function_has_a_row():
+    import tensorops.augment
+
     functions = {
-        name for name in tensorops.__all__
+        ("tensorops", name) for name in tensorops.__all__
         if inspect.isfunction(getattr(tensorops, name)) and name not in ("build_info", "is_compiled", "empty_cache")
     }
-    assert functions == set(OPS), functions ^ set(OPS)
+    # tensorops.augment's functional ops (its policies are classes over them, tests/test_augment_policies.py)
+    functions |= {
+        ("tensorops.augment", name) for name in tensorops.augment.__all__
+        if inspect.isfunction(getattr(tensorops.augment, name))
+        and getattr(tensorops.augment, name).__module__ == "tensorops.augment.functional"
+    }
+    rows = {(op.module, op.name) for op in OPS.values()}
+    assert functions == rows, functions ^ rows
 
 
 @requires_compiled
@@ -210,9 +300,10 @@ def test_every_registered_op_is_claimed():
 # ---- each row -----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("op", ROWS)
 def test_function_exists_and_is_exported(op):
-    assert op.name in tensorops.__all__
-    assert callable(op.function) and op.function is getattr(tensorops, op.name)
-    assert op.function.__doc__, f"tensorops.{op.name} has no docstring"
+    module = importlib.import_module(op.module)
+    assert op.name in module.__all__
+    assert callable(op.function) and op.function is getattr(module, op.name)
+    assert op.function.__doc__, f"{op.qualname} has no docstring"
 
 
 @requires_compiled
@@ -303,8 +394,11 @@ def test_tensor_list_flag(op):
         _assert_same(ours(xs), theirs(xs))
     else:
         assert op.name not in LIST_FORMS
-        with pytest.raises(TypeError, match="input"):
-            op.function(xs, 0.5, 0.2)
+        # the first argument is named in the error (normalize's input, augment's batch); the others as many as the
+        # function requires
+        params = [p for p in inspect.signature(op.function).parameters.values() if p.default is p.empty]
+        with pytest.raises(TypeError, match=rf"\b{params[0].name}\b"):
+            op.function(xs, *[0.5, 0.2][: len(params) - 1])
 
 
 @pytest.mark.parametrize("op", ROWS)

@@ -16,58 +16,189 @@ inline void copy_image(const View& x, const Dest& y, int64_t C, int64_t H, int64
     }
 }
 
+// ---- unit-stride rows (NCHW planes, or an NHWC row read as W * C values where every channel is treated alike):
+// plain loops over __restrict pointers that the compiler vectorizes (the strided loops below do not).
+inline void row_pointwise(const augment::Sample& sm, const uint8_t* __restrict x, uint8_t* __restrict y, int64_t n,
+                          float mean, float lo, float hi) {
+  switch (sm.op) {
+    case augment::kBrightness: {
+      const float f = sm.f0;
+      for (int64_t j = 0; j < n; ++j) y[j] = augment::brightness(static_cast<float>(x[j]), f);
+      break;
+    }
+    case augment::kContrast: {
+      const float f = sm.f0, a = sm.f1;
+      for (int64_t j = 0; j < n; ++j) y[j] = augment::blend(static_cast<float>(x[j]), mean, f, a);
+      break;
+    }
+    case augment::kPosterize: {
+      const uint8_t m = static_cast<uint8_t>(sm.ival);
+      for (int64_t j = 0; j < n; ++j) y[j] = x[j] & m;
+      break;
+    }
+    case augment::kSolarize: {
+      const float t = sm.f0;
+      for (int64_t j = 0; j < n; ++j) y[j] = static_cast<float>(x[j]) >= t ? static_cast<uint8_t>(255 - x[j]) : x[j];
+      break;
+    }
+    case augment::kInvert:
+      for (int64_t j = 0; j < n; ++j) y[j] = static_cast<uint8_t>(255 - x[j]);
+      break;
+    case augment::kAutocontrast:
+      for (int64_t j = 0; j < n; ++j) y[j] = augment::autocontrast(static_cast<float>(x[j]), lo, hi);
+      break;
+    default:
+      std::memcpy(y, x, static_cast<size_t>(n));
+  }
+}
+
+// the floored luma of a row, summed (contrast's mean)
+inline int64_t row_luma_sum(const uint8_t* __restrict r, const uint8_t* __restrict g, const uint8_t* __restrict b,
+                            int64_t n) {
+  int32_t sum = 0;  // at most 255 * n: n < 2^23 per row
+  for (int64_t j = 0; j < n; ++j)
+    sum += static_cast<int32_t>(augment::luma(static_cast<float>(r[j]), static_cast<float>(g[j]),
+                                              static_cast<float>(b[j])));
+  return sum;
+}
+
+inline void row_extremes(const uint8_t* __restrict x, int64_t n, uint8_t& mn, uint8_t& mx) {
+  uint8_t a = mn, b = mx;
+  for (int64_t j = 0; j < n; ++j) {
+    a = x[j] < a ? x[j] : a;
+    b = x[j] > b ? x[j] : b;
+  }
+  mn = a;
+  mx = b;
+}
+
+inline void row_saturation(const uint8_t* __restrict r, const uint8_t* __restrict g, const uint8_t* __restrict b,
+                           uint8_t* __restrict yr, uint8_t* __restrict yg, uint8_t* __restrict yb, int64_t n,
+                           float f0, float f1) {
+  for (int64_t j = 0; j < n; ++j) {
+    const float R = r[j], G = g[j], B = b[j];
+    const float gray = augment::floor_small(augment::luma(R, G, B));
+    yr[j] = augment::blend(R, gray, f0, f1);
+    yg[j] = augment::blend(G, gray, f0, f1);
+    yb[j] = augment::blend(B, gray, f0, f1);
+  }
+}
+
+inline void row_grayscale(const uint8_t* __restrict r, const uint8_t* __restrict g, const uint8_t* __restrict b,
+                          uint8_t* __restrict yr, uint8_t* __restrict yg, uint8_t* __restrict yb, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    const uint8_t l = augment::to_u8(augment::luma(static_cast<float>(r[j]), static_cast<float>(g[j]),
+                                                   static_cast<float>(b[j])));
+    yr[j] = l;
+    yg[j] = l;
+    yb[j] = l;
+  }
+}
+
+inline void row_hue(const uint8_t* __restrict r, const uint8_t* __restrict g, const uint8_t* __restrict b,
+                    uint8_t* __restrict yr, uint8_t* __restrict yg, uint8_t* __restrict yb, int64_t n, float hf) {
+  for (int64_t j = 0; j < n; ++j) {
+    uint8_t ro, go, bo;
+    augment::hue(r[j], g[j], b[j], hf, ro, go, bo);
+    yr[j] = ro;
+    yg[j] = go;
+    yb[j] = bo;
+  }
+}
+
+inline void row_sharpen(const uint8_t* __restrict up, const uint8_t* __restrict xr, const uint8_t* __restrict dn,
+                        uint8_t* __restrict yr, int64_t w, float alpha) {
+  yr[0] = xr[0];
+  for (int64_t j = 1; j < w - 1; ++j) {
+    const int sum8 = up[j - 1] + up[j] + up[j + 1] + xr[j - 1] + xr[j + 1] + dn[j - 1] + dn[j] + dn[j + 1];
+    yr[j] = augment::sharpen(xr[j], sum8, alpha);
+  }
+  yr[w - 1] = xr[w - 1];
+}
+
 // ---- table ops: statistics, one table per channel, then a lookup pass -------------------------------------
 inline void lut_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t C, int64_t H, int64_t W) {
+  const bool planar = x.sw == 1 && y.sw == 1;                                           // NCHW rows
+  const bool pixel_rows = x.sc == 1 && x.sw == C && y.sc == 1 && y.sw == C;             // NHWC rows
   uint8_t lut[3][256];
   bool keep[3] = {false, false, false};
+  float mean = 0.f;
+  float lo[3] = {0.f, 0.f, 0.f}, hi[3] = {0.f, 0.f, 0.f};
   if (sm.op == augment::kEqualize) {
     for (int64_t c = 0; c < C; ++c) {
       int64_t hist[256] = {0};
+      int32_t part[4][256] = {};  // four counters per value: consecutive equal pixels do not wait on each other
       for (int64_t i = 0; i < H; ++i) {
         const uint8_t* xr = x.p + c * x.sc + i * x.sh;
-        for (int64_t j = 0; j < W; ++j) ++hist[xr[j * x.sw]];
+        const int64_t s = x.sw;
+        int64_t j = 0;
+        for (; j + 4 <= W; j += 4) {
+          ++part[0][xr[j * s]];
+          ++part[1][xr[(j + 1) * s]];
+          ++part[2][xr[(j + 2) * s]];
+          ++part[3][xr[(j + 3) * s]];
+        }
+        for (; j < W; ++j) ++part[0][xr[j * s]];
+        if (i % 4096 == 4095 || i == H - 1) {  // flushed before an int32 counter could overflow
+          for (int v = 0; v < 256; ++v) {
+            hist[v] += static_cast<int64_t>(part[0][v]) + part[1][v] + part[2][v] + part[3][v];
+            part[0][v] = part[1][v] = part[2][v] = part[3][v] = 0;
+          }
+        }
       }
       keep[c] = !augment::equalize_lut(hist, H * W, lut[c]);
     }
-  } else {
-    float mean = 0.f;
-    float lo[3] = {0.f, 0.f, 0.f}, hi[3] = {0.f, 0.f, 0.f};
-    if (sm.op == augment::kContrast) {
-      int64_t sum = 0;
-      for (int64_t i = 0; i < H; ++i) {
-        const uint8_t* xr = x.p + i * x.sh;
-        if (C == 3) {
-          int64_t row = 0;  // floor of the luma, an integer in [0, 255]
-          for (int64_t j = 0; j < W; ++j)
-            row += static_cast<int32_t>(augment::luma(static_cast<float>(xr[j * x.sw]),
-                                                      static_cast<float>(xr[x.sc + j * x.sw]),
-                                                      static_cast<float>(xr[2 * x.sc + j * x.sw])));
-          sum += row;
-        } else {
-          int64_t row = 0;
-          for (int64_t j = 0; j < W; ++j) row += xr[j * x.sw];
-          sum += row;
-        }
+  } else if (sm.op == augment::kContrast) {
+    int64_t sum = 0;
+    for (int64_t i = 0; i < H; ++i) {
+      const uint8_t* xr = x.p + i * x.sh;
+      if (C == 3 && x.sw == 1) {
+        sum += row_luma_sum(xr, xr + x.sc, xr + 2 * x.sc, W);
+      } else if (C == 3) {
+        for (int64_t j = 0; j < W; ++j)
+          sum += static_cast<int32_t>(augment::luma(static_cast<float>(xr[j * x.sw]),
+                                                    static_cast<float>(xr[x.sc + j * x.sw]),
+                                                    static_cast<float>(xr[2 * x.sc + j * x.sw])));
+      } else {
+        int64_t row = 0;
+        for (int64_t j = 0; j < W; ++j) row += xr[j * x.sw];
+        sum += row;
       }
-      mean = augment::contrast_mean(sum, H * W, false);
-    } else if (sm.op == augment::kAutocontrast) {
-      for (int64_t c = 0; c < C; ++c) {
-        uint8_t mn = 255, mx = 0;
-        for (int64_t i = 0; i < H; ++i) {
-          const uint8_t* xr = x.p + c * x.sc + i * x.sh;
+    }
+    mean = augment::contrast_mean(sum, H * W, false);
+  } else if (sm.op == augment::kAutocontrast) {
+    for (int64_t c = 0; c < C; ++c) {
+      uint8_t mn = 255, mx = 0;
+      for (int64_t i = 0; i < H; ++i) {
+        const uint8_t* xr = x.p + c * x.sc + i * x.sh;
+        if (x.sw == 1) {
+          row_extremes(xr, W, mn, mx);
+        } else {
           for (int64_t j = 0; j < W; ++j) {
             const uint8_t v = xr[j * x.sw];
             mn = v < mn ? v : mn;
             mx = v > mx ? v : mx;
           }
         }
-        lo[c] = static_cast<float>(mn);
-        hi[c] = static_cast<float>(mx);
       }
+      lo[c] = static_cast<float>(mn);
+      hi[c] = static_cast<float>(mx);
     }
+  }
+  const bool same_for_channels = sm.op != augment::kEqualize && sm.op != augment::kAutocontrast;
+  if (sm.op != augment::kEqualize && (planar || (pixel_rows && same_for_channels))) {
+    if (planar) {
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t i = 0; i < H; ++i)
+          row_pointwise(sm, x.p + c * x.sc + i * x.sh, y.p + c * y.sc + i * y.sh, W, mean, lo[c], hi[c]);
+    } else {
+      for (int64_t i = 0; i < H; ++i) row_pointwise(sm, x.p + i * x.sh, y.p + i * y.sh, W * C, mean, 0.f, 0.f);
+    }
+    return;
+  }
+  if (sm.op != augment::kEqualize)
     for (int64_t c = 0; c < C; ++c)
       for (int v = 0; v < 256; ++v) lut[c][v] = augment::lut_entry(sm, v, mean, lo[c], hi[c]);
-  }
   for (int64_t c = 0; c < C; ++c) {
     const uint8_t* t = lut[c];
     for (int64_t i = 0; i < H; ++i) {
@@ -75,6 +206,8 @@ inline void lut_op(const augment::Sample& sm, const View& x, const Dest& y, int6
       uint8_t* yr = y.p + c * y.sc + i * y.sh;
       if (keep[c]) {
         for (int64_t j = 0; j < W; ++j) yr[j * y.sw] = xr[j * x.sw];
+      } else if (x.sw == 1 && y.sw == 1) {
+        lut_row(xr, yr, W, t);
       } else {
         for (int64_t j = 0; j < W; ++j) yr[j * y.sw] = t[xr[j * x.sw]];
       }
@@ -92,11 +225,17 @@ inline void rgb_op(const augment::Sample& sm, const View& x, const Dest& y, int6
     uint8_t* yg = yr + y.sc;
     uint8_t* yb = yg + y.sc;
     const int64_t xs = x.sw, ys = y.sw;
+    if (xs == 1 && ys == 1) {
+      if (sm.op == augment::kSaturation) row_saturation(r, g, b, yr, yg, yb, W, sm.f0, sm.f1);
+      else if (sm.op == augment::kGrayscale) row_grayscale(r, g, b, yr, yg, yb, W);
+      else row_hue(r, g, b, yr, yg, yb, W, sm.f0);
+      continue;
+    }
     if (sm.op == augment::kSaturation) {
       const float f0 = sm.f0, f1 = sm.f1;
       for (int64_t j = 0; j < W; ++j) {
         const float R = r[j * xs], G = g[j * xs], B = b[j * xs];
-        const float gray = std::floor(augment::luma(R, G, B));
+        const float gray = augment::floor_small(augment::luma(R, G, B));
         yr[j * ys] = augment::blend(R, gray, f0, f1);
         yg[j * ys] = augment::blend(G, gray, f0, f1);
         yb[j * ys] = augment::blend(B, gray, f0, f1);
@@ -134,6 +273,10 @@ inline void sharpness_op(const augment::Sample& sm, const View& x, const Dest& y
       const uint8_t* up = xr - x.sh;
       const uint8_t* dn = xr + x.sh;
       const int64_t s = x.sw;
+      if (s == 1 && y.sw == 1) {
+        row_sharpen(up, xr, dn, yr, W, alpha);
+        continue;
+      }
       yr[0] = xr[0];
       yr[(W - 1) * y.sw] = xr[(W - 1) * s];
       for (int64_t j = 1; j < W - 1; ++j) {
@@ -146,32 +289,108 @@ inline void sharpness_op(const augment::Sample& sm, const View& x, const Dest& y
 }
 
 // ---- geometry -------------------------------------------------------------------------------------------------
+// Per output row, in chunks: the source coordinates (the float work, vectorized) into small arrays, then a gather
+// per channel.
 inline void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t C, int64_t H, int64_t W,
                       bool has_fill, const float* fill) {
-  for (int64_t i = 0; i < H; ++i) {
-    for (int64_t j = 0; j < W; ++j) {
-      float ix, iy;
-      augment::affine_source(sm.t, i, j, H, W, ix, iy);
-      uint8_t* yp = y.p + i * y.sh + j * y.sw;
-      if (sm.ival == 0) {  // nearest
-        const float rx = augment::round_even(ix), ry = augment::round_even(iy);
-        const bool in = rx >= 0.f && ry >= 0.f && rx < static_cast<float>(W) && ry < static_cast<float>(H);
-        const int64_t sx = in ? static_cast<int64_t>(rx) : 0, sy = in ? static_cast<int64_t>(ry) : 0;
-        for (int64_t c = 0; c < C; ++c) {
-          const float v = in ? static_cast<float>(x.p[c * x.sc + sy * x.sh + sx * x.sw])
-                             : (has_fill ? fill[c] : 0.f);
-          yp[c * y.sc] = augment::to_u8(augment::clamp_to(augment::round_even(v), 0.f, 255.f));
+  constexpr int64_t kChunk = 256;
+  uint8_t fill_u8[3];
+  for (int64_t c = 0; c < C; ++c)
+    fill_u8[c] = augment::to_u8(augment::clamp_to(augment::round_even(has_fill ? fill[c] : 0.f), 0.f, 255.f));
+  alignas(64) int64_t off[4][kChunk];
+  alignas(64) float wt[4][kChunk];
+  alignas(64) uint8_t ok[4][kChunk];
+  alignas(64) int32_t tap_x[kChunk], tap_y[kChunk];
+  alignas(64) uint8_t res[kChunk];
+  // bilinear with AVX-512 gathers: each plane copied once, contiguous and padded by 4 bytes on both sides (a gather
+  // reads a 32-bit word at a tap pair's byte offset, from one byte before the image)
+  std::vector<uint8_t> padded;
+  if (sm.ival != 0 && bilinear_row_fast() && H * W + 8 < (int64_t{1} << 31)) {
+    padded.assign(static_cast<size_t>(C * (H * W + 8)), 0);  // 4 bytes before each plane and 4 after
+    for (int64_t c = 0; c < C; ++c) {
+      uint8_t* pc = padded.data() + c * (H * W + 8) + 4;
+      for (int64_t i = 0; i < H; ++i) {
+        const uint8_t* xr = x.p + c * x.sc + i * x.sh;
+        if (x.sw == 1) {
+          std::memcpy(pc + i * W, xr, static_cast<size_t>(W));
+        } else {
+          for (int64_t j = 0; j < W; ++j) pc[i * W + j] = xr[j * x.sw];
         }
-      } else {  // bilinear
-        float w[4];
-        int64_t off[4];
-        bool ok[4];
-        augment::bilinear_taps(ix, iy, H, W, x.sh, x.sw, w, off, ok);
-        for (int64_t c = 0; c < C; ++c) {
-          const uint8_t* xc = x.p + c * x.sc;
-          float v[4];
-          for (int q = 0; q < 4; ++q) v[q] = ok[q] ? static_cast<float>(xc[off[q]]) : 0.f;
-          yp[c * y.sc] = augment::bilinear_value(v, w, ok, has_fill, has_fill ? fill[c] : 0.f);
+      }
+    }
+  }
+  const float fw = static_cast<float>(W), fh = static_cast<float>(H);
+  const float tt[6] = {sm.t[0], sm.t[1], sm.t[2], sm.t[3], sm.t[4], sm.t[5]};  // locals: no aliasing with off[]
+  const int64_t xsh = x.sh, xsw = x.sw;
+  for (int64_t i = 0; i < H; ++i) {
+    for (int64_t j0 = 0; j0 < W; j0 += kChunk) {
+      const int64_t m = std::min(kChunk, W - j0);
+      if (sm.ival == 0) {  // nearest
+        for (int64_t t = 0; t < m; ++t) {
+          float ix, iy;
+          augment::affine_source(tt, i, j0 + t, H, W, ix, iy);
+          const float rx = augment::round_even(ix), ry = augment::round_even(iy);
+          const bool in = (rx >= 0.f) & (ry >= 0.f) & (rx < fw) & (ry < fh);
+          const int64_t sx = in ? static_cast<int64_t>(rx) : 0, sy = in ? static_cast<int64_t>(ry) : 0;
+          off[0][t] = in ? sy * xsh + sx * xsw : 0;  // 0: a pixel that exists, replaced by the fill below
+          ok[0][t] = in;
+        }
+        uint8_t* yr = y.p + i * y.sh + j0 * y.sw;
+        const int64_t ysc = y.sc, ysw = y.sw, xsc = x.sc;
+        for (int64_t t = 0; t < m; ++t) {
+          const uint8_t* q = x.p + off[0][t];
+          const bool in = ok[0][t] != 0;
+          for (int64_t c = 0; c < C; ++c) yr[t * ysw + c * ysc] = in ? q[c * xsc] : fill_u8[c];
+        }
+      } else {  // bilinear: weights, the north-west tap and the inside flags per column, then a gather per channel
+        for (int64_t t = 0; t < m; ++t) {
+          float ix, iy, w4[4], x0, y0;
+          bool k4[4];
+          augment::affine_source(tt, i, j0 + t, H, W, ix, iy);
+          augment::bilinear_taps(ix, iy, H, W, w4, x0, y0, k4);
+          wt[0][t] = w4[0];
+          wt[1][t] = w4[1];
+          wt[2][t] = w4[2];
+          wt[3][t] = w4[3];
+          tap_x[t] = static_cast<int32_t>(x0);
+          tap_y[t] = static_cast<int32_t>(y0);
+          ok[0][t] = k4[0];
+          ok[1][t] = k4[1];
+          ok[2][t] = k4[2];
+          ok[3][t] = k4[3];
+        }
+        // each tap's offset, 0 (a pixel that exists) where the tap is outside, where its weight is 0 instead:
+        // v * 0 = 0 = 0 * w for the finite, non-negative values and weights here, so the sum is torchvision's
+        for (int64_t t = 0; t < m; ++t) {
+          const int64_t base = static_cast<int64_t>(tap_y[t]) * xsh + static_cast<int64_t>(tap_x[t]) * xsw;
+          off[0][t] = ok[0][t] ? base : 0;
+          off[1][t] = ok[1][t] ? base + xsw : 0;
+          off[2][t] = ok[2][t] ? base + xsh : 0;
+          off[3][t] = ok[3][t] ? base + xsh + xsw : 0;
+          for (int q = 0; q < 4; ++q) wt[q][t] = ok[q][t] ? wt[q][t] : 0.f;
+        }
+        if (!padded.empty()) {  // AVX-512: 16 outputs at a time from the padded planes
+          const uint8_t* oks[4] = {ok[0], ok[1], ok[2], ok[3]};
+          const float* wts[4] = {wt[0], wt[1], wt[2], wt[3]};
+          for (int64_t c = 0; c < C; ++c) {
+            uint8_t* row = y.sw == 1 ? y.p + c * y.sc + i * y.sh + j0 : res;
+            bilinear_row(padded.data() + c * (H * W + 8) + 4, W, tap_x, tap_y, oks, wts, m, has_fill,
+                         has_fill ? fill[c] : 0.f, row);
+            if (y.sw != 1)
+              for (int64_t t = 0; t < m; ++t) y.p[c * y.sc + i * y.sh + (j0 + t) * y.sw] = res[t];
+          }
+          continue;
+        }
+        uint8_t* yr = y.p + i * y.sh + j0 * y.sw;
+        for (int64_t t = 0; t < m; ++t) {
+          const int64_t o0 = off[0][t], o1 = off[1][t], o2 = off[2][t], o3 = off[3][t];
+          const float w0 = wt[0][t], w1 = wt[1][t], w2 = wt[2][t], w3 = wt[3][t];
+          const float mask = augment::add_rn(augment::add_rn(augment::add_rn(w0, w1), w2), w3);
+          for (int64_t c = 0; c < C; ++c) {
+            const uint8_t* xc = x.p + c * x.sc;
+            const float out = augment::bilinear_sum(xc[o0], xc[o1], xc[o2], xc[o3], w0, w1, w2, w3);
+            yr[t * y.sw + c * y.sc] = augment::bilinear_finish(out, mask, has_fill, has_fill ? fill[c] : 0.f);
+          }
         }
       }
     }
@@ -226,6 +445,25 @@ inline void erase_sample(const View& x, const Dest& y, int64_t C, int64_t H, int
         for (int64_t j = box[1]; j < box[3]; ++j) yr[j * y.sw] = value[c];
       }
     }
+}
+
+// AugMix's mix of one sample (dense, `per` elements): chains added one at a time over the whole sample, in
+// v2's order (the float sums stay in a small buffer), so each pass vectorizes
+inline void mix_sample(const uint8_t* __restrict x, const uint8_t* const* a, int k, int64_t offset,
+                       const float* w, uint8_t* __restrict y, int64_t per) {
+  constexpr int64_t kChunk = 1024;
+  alignas(64) float acc[kChunk];
+  for (int64_t j0 = 0; j0 < per; j0 += kChunk) {
+    const int64_t m = std::min(kChunk, per - j0);
+    const float w0 = w[0];
+    for (int64_t t = 0; t < m; ++t) acc[t] = augment::mul_rn(w0, static_cast<float>(x[j0 + t]));
+    for (int i = 0; i < k; ++i) {
+      const uint8_t* __restrict ai = a[i] + offset + j0;
+      const float wi = w[1 + i];
+      for (int64_t t = 0; t < m; ++t) acc[t] = augment::add_rn(acc[t], augment::mul_rn(wi, static_cast<float>(ai[t])));
+    }
+    for (int64_t t = 0; t < m; ++t) y[j0 + t] = augment::to_u8(augment::clamp_to(acc[t], 0.f, 255.f));
+  }
 }
 
 // NOLINTEND

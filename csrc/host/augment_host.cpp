@@ -10,22 +10,24 @@
 
 #include <ATen/ATen.h>
 
+#include "tensorops/batch_cache.h"
 #include "tensorops/checks.h"
 
 namespace tensorops {
 namespace augment_host {
 
 void check_batch(const at::Tensor& self, const char* op) {
-  TENSOROPS_CHECK_TYPE(self.scalar_type() == at::kByte, op, ": batch must be uint8, got ", self.scalar_type());
-  TENSOROPS_CHECK_VALUE(self.dim() == 4, op, ": batch must be (N, C, H, W), got ", self.dim(), " dims");
-  TENSOROPS_CHECK_VALUE(self.size(1) == 1 || self.size(1) == 3, op, ": batch must have 1 or 3 channels, got ",
-                        self.size(1));
+  TENSOROPS_CHECK_TYPE(self.scalar_type() == at::kByte, "batch", "must be uint8 (", op, "), got ", self.scalar_type());
+  TENSOROPS_CHECK_VALUE(self.dim() == 4, "batch", "must be (N, C, H, W) (", op, "), got ", self.dim(), " dims");
+  TENSOROPS_CHECK_VALUE(self.size(1) == 1 || self.size(1) == 3, "batch", "must have 1 or 3 channels (", op,
+                        "), got ", self.size(1));
 }
 
+// From the batch cache (batch_cache.h): a fresh 4.8 MB output per call would page-fault its way in every time.
 at::Tensor empty_like_batch(const at::Tensor& self) {
   const bool cl = self.is_contiguous(at::MemoryFormat::ChannelsLast) && !self.is_contiguous();
-  return at::empty(self.sizes(), self.options().memory_format(cl ? at::MemoryFormat::ChannelsLast
-                                                                 : at::MemoryFormat::Contiguous));
+  return batch_cache::empty(self.sizes(), self.options(),
+                            cl ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
 }
 
 namespace {
@@ -62,12 +64,14 @@ Setup setup_apply(const at::Tensor& self, const at::Tensor& ops, const at::Tenso
   s.C = self.size(1);
   s.H = self.size(2);
   s.W = self.size(3);
-  TENSOROPS_CHECK_VALUE(ops.dim() == 1 && ops.size(0) == s.N, "ops", "must be (N,) = (", s.N, ",), got ",
-                        ops.sizes());
+  TENSOROPS_CHECK_VALUE((ops.dim() == 1 || ops.dim() == 2) && ops.size(0) == s.N, "ops", "must be (N,) or (N, K) with N = ",
+                        s.N, ", got ", ops.sizes());
   TENSOROPS_CHECK_TYPE(ops.scalar_type() == at::kLong, "ops", "must be int64, got ", ops.scalar_type());
-  TENSOROPS_CHECK_VALUE(params.dim() == 2 && params.size(0) == s.N && params.size(1) == kParams, "params",
-                        "must be (N, ", static_cast<int64_t>(kParams), ") = (", s.N, ", ",
-                        static_cast<int64_t>(kParams), "), got ", params.sizes());
+  s.K = ops.dim() == 2 ? ops.size(1) : 1;
+  const bool params_ok = params.dim() == ops.dim() + 1 && params.size(0) == s.N &&
+                         (ops.dim() == 1 || params.size(1) == s.K) && params.size(-1) == kParams;
+  TENSOROPS_CHECK_VALUE(params_ok, "params", "must be ops' shape plus a last dim of ", static_cast<int64_t>(kParams),
+                        ": ops ", ops.sizes(), ", params ", params.sizes());
   TENSOROPS_CHECK_TYPE(params.scalar_type() == at::kDouble, "params", "must be float64, got ", params.scalar_type());
   TENSOROPS_CHECK_VALUE(interpolation == 0 || interpolation == 1, "interpolation",
                         "must be 0 (nearest) or 1 (bilinear), got ", interpolation);
@@ -82,16 +86,17 @@ Setup setup_apply(const at::Tensor& self, const at::Tensor& ops, const at::Tenso
   const at::Tensor p = params.cpu().contiguous();
   const int64_t* op = o.const_data_ptr<int64_t>();
   const double* pr = p.const_data_ptr<double>();
-  s.samples.resize(s.N);
+  s.samples.resize(s.N * s.K);
   const float half_w = static_cast<float>(0.5 * static_cast<double>(s.W));
   const float half_h = static_cast<float>(0.5 * static_cast<double>(s.H));
-  for (int64_t n = 0; n < s.N; ++n) {
-    augment::Sample& sm = s.samples[n];
+  for (int64_t e = 0; e < s.N * s.K; ++e) {
+    const int64_t n = e / s.K;  // the sample (its op e % K): what the messages name
+    augment::Sample& sm = s.samples[e];
     sm = augment::Sample{};
-    const double* q = pr + n * kParams;
+    const double* q = pr + e * kParams;
     const double m = q[kMagnitude];
-    TENSOROPS_CHECK_VALUE(op[n] >= 0 && op[n] < augment::kNumOps, "ops", "sample ", n, ": unknown op code ", op[n]);
-    sm.op = static_cast<int32_t>(op[n]);
+    TENSOROPS_CHECK_VALUE(op[e] >= 0 && op[e] < augment::kNumOps, "ops", "sample ", n, ": unknown op code ", op[e]);
+    sm.op = static_cast<int32_t>(op[e]);
     switch (sm.op) {
       case augment::kBrightness:
       case augment::kContrast:
@@ -137,7 +142,6 @@ Setup setup_apply(const at::Tensor& self, const at::Tensor& ops, const at::Tenso
       default:
         break;
     }
-    s.any_lut = s.any_lut || augment::is_lut_op(sm.op);
   }
   s.in = self;
   s.out = empty_like_batch(self);
@@ -180,6 +184,36 @@ EraseSetup setup_erase(const at::Tensor& self, const at::Tensor& boxes, const at
     s.boxes[4 * n + 2] = std::min(top + h, s.H);
     s.boxes[4 * n + 3] = std::min(left + w, s.W);
   }
+  s.in = self;
+  s.out = empty_like_batch(self);
+  return s;
+}
+
+MixSetup setup_mix(const at::Tensor& self, at::TensorList augmented, const at::Tensor& weights) {
+  check_batch(self, "augment_mix");
+  const bool dense = self.is_contiguous() || self.is_contiguous(at::MemoryFormat::ChannelsLast);
+  TENSOROPS_CHECK_VALUE(dense, "batch", "augment_mix needs a contiguous or channels_last batch, got strides ",
+                        self.strides());
+  const int64_t k = static_cast<int64_t>(augmented.size());
+  TENSOROPS_CHECK_VALUE(k >= 1 && k <= augment::kMaxMix, "augmented", "must hold 1 to ",
+                        static_cast<int64_t>(augment::kMaxMix), " batches, got ", k);
+  for (int64_t i = 0; i < k; ++i) {
+    const at::Tensor& a = augmented[i];
+    TENSOROPS_CHECK_TYPE(a.scalar_type() == at::kByte, "augmented", "batch ", i, " must be uint8, got ",
+                         a.scalar_type());
+    TENSOROPS_CHECK_VALUE(a.sizes() == self.sizes() && a.strides() == self.strides() && a.device() == self.device(),
+                          "augmented", "batch ", i, " must have the batch's shape, strides and device");
+  }
+  MixSetup s;
+  s.N = self.size(0);
+  TENSOROPS_CHECK_VALUE(weights.dim() == 2 && weights.size(0) == s.N && weights.size(1) == 1 + k, "weights",
+                        "must be (N, 1 + K) = (", s.N, ", ", 1 + k, "), got ", weights.sizes());
+  TENSOROPS_CHECK_TYPE(weights.scalar_type() == at::kFloat, "weights", "must be float32, got ",
+                       weights.scalar_type());
+  TENSOROPS_CHECK_VALUE(weights.device() == self.device(), "weights", "must be on the batch's device");
+  s.per_sample = s.N > 0 ? self.numel() / s.N : 0;
+  s.weights = weights.contiguous();
+  s.augmented = augmented.vec();
   s.in = self;
   s.out = empty_like_batch(self);
   return s;

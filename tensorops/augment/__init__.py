@@ -8,10 +8,24 @@ magnitudes from a ``torch.Generator``.
 from tensorops import _augment_ops  # noqa: F401  (fake kernels)
 from tensorops.augment.functional import (
     OPS, adjust_brightness, adjust_contrast, adjust_hue, adjust_saturation, adjust_sharpness, affine, apply_ops,
-    autocontrast, equalize, erase, invert, posterize, rgb_to_grayscale, rotate, solarize,
+    autocontrast, equalize, erase, invert, mix, posterize, rgb_to_grayscale, rotate, solarize,
 )
 
 __all__ = [
     "OPS", "adjust_brightness", "adjust_contrast", "adjust_hue", "adjust_saturation", "adjust_sharpness", "affine",
-    "apply_ops", "autocontrast", "equalize", "erase", "invert", "posterize", "rgb_to_grayscale", "rotate", "solarize",
+    "apply_ops", "autocontrast", "equalize", "erase", "invert", "mix", "posterize", "rgb_to_grayscale", "rotate",
+    "solarize",
+]
+
+# the policies (v2 transforms on batches, per-sample draws) and timm's policy strings
+from tensorops.augment.transforms import (
+    AugMix, AutoAugment, AutoAugmentPolicy, ColorJitter, CutMix, MixUp, RandAugment, RandomErasing, RandomGrayscale,
+    TrivialAugmentWide,
+)
+from tensorops.augment import timm
+from tensorops.augment.timm import from_timm_string
+
+__all__ += [
+    "AugMix", "AutoAugment", "AutoAugmentPolicy", "ColorJitter", "CutMix", "MixUp", "RandAugment", "RandomErasing",
+    "RandomGrayscale", "TrivialAugmentWide", "timm", "from_timm_string",
 ]

@@ -4,9 +4,9 @@ uint8 batch, one call for the whole batch.
 Every op takes ``batch``, uint8 (N, C, H, W) with C 1 or 3, on the CPU or a CUDA device, contiguous or
 channels_last, and returns a new batch in the same layout (the input is left as it was). A magnitude is a number
 (every sample) or an (N,) tensor (one per sample). **Sample i equals the torchvision v2 function applied to image
-i with argument i, bit for bit**; for :func:`affine` and :func:`rotate` wherever torchvision's own float32
-coordinates do not land within rounding distance of a pixel boundary (the rest is measured in
-docs/guides/fidelity.rst). CPU: one task per sample, over threads where they pay; CUDA: one launch per op group.
+i with argument i, bit for bit** (on the CPU; :func:`affine` and :func:`rotate` included, measured on 16.3 M
+pixels per mode; the few known exceptions are in docs/guides/fidelity.rst). CPU: one task per sample, over
+threads where they pay; CUDA: one launch per op group.
 
 Example::
 
@@ -93,10 +93,20 @@ def _pairs(value, n: int, name: str) -> torch.Tensor:
     raise TypeError(f"{name} must be a pair of numbers or an (N, 2) tensor, got {value!r}")
 
 
-def _require(ok: torch.Tensor, name: str, what: str, values: torch.Tensor) -> None:
+def _tracing() -> bool:
+    """Under torch.compile the value checks below would guard on data (a graph break, an error under
+    fullgraph=True): there the kernels' host checks (csrc/host/augment_host.cpp) test the same conditions per
+    sample when the graph runs, naming ``params``/``ops``/``boxes`` and the sample."""
+    return torch.compiler.is_compiling()
+
+
+def _require(ok: torch.Tensor, name: str, what: str, values: torch.Tensor, per: int = 1) -> None:
+    """ValueError naming the first sample (entry // per: `per` values per sample) where ``ok`` is false."""
+    if _tracing():
+        return
     if not bool(ok.all()):
         i = int((~ok).nonzero()[0])
-        raise ValueError(f"{name} of sample {i} ({float(values[i])}) {what}")
+        raise ValueError(f"{name} of sample {i // per} ({float(values[i])}) {what}")
 
 
 def _interpolation(interpolation) -> int:
@@ -232,7 +242,7 @@ def solarize(batch: torch.Tensor, threshold: Magnitude) -> torch.Tensor:
     """Each sample's values at or above its threshold inverted, as ``v2.functional.solarize`` (threshold <= 255)."""
     _check_batch(batch)
     t = _per_sample(threshold, batch.shape[0], "threshold")
-    _require(t <= 255, "threshold", "is above 255, uint8's maximum", t)
+    _require(t <= 255, "threshold", "is not <= 255, uint8's maximum", t)
     return _one(batch, _SOLARIZE, t)
 
 
@@ -334,7 +344,7 @@ def erase(batch: torch.Tensor, boxes: torch.Tensor, value: Union[float, int, tor
     if boxes.is_floating_point() or boxes.is_complex():
         raise TypeError(f"boxes must be integers (top, left, height, width), got {boxes.dtype}")
     b = boxes.to("cpu", torch.int64)
-    if bool((b < 0).any()):
+    if not _tracing() and bool((b < 0).any()):
         i = int((b < 0).any(1).nonzero()[0])
         raise ValueError(f"boxes of sample {i} {b[i].tolist()} has a negative top, left, height or width")
     if isinstance(value, torch.Tensor) and value.dim() == 4:
@@ -365,6 +375,33 @@ def erase(batch: torch.Tensor, boxes: torch.Tensor, value: Union[float, int, tor
     return torch.ops.tensorops.augment_erase.default(batch, b.to(batch.device), v)
 
 
+def mix(batch: torch.Tensor, augmented: Sequence[torch.Tensor], weights: torch.Tensor) -> torch.Tensor:
+    """AugMix's mix: ``weights[:, 0] * batch + weights[:, 1] * augmented[0] + ...`` in float32, each product and
+    sum rounded in torchvision v2's order, truncated to uint8 (as ``AugMix``'s ``mix.to(uint8)``).
+
+    augmented: K uint8 batches of the batch's shape; weights: float32 (N, 1 + K)."""
+    _check_batch(batch)
+    if not isinstance(weights, torch.Tensor) or weights.dim() != 2 or tuple(weights.shape) != (batch.shape[0],
+                                                                                              1 + len(augmented)):
+        raise ValueError(f"weights must be a float32 tensor (N, 1 + K) = ({batch.shape[0]}, {1 + len(augmented)})")
+    w = weights.to(device=batch.device, dtype=torch.float32)
+    cl = batch.is_contiguous(memory_format=torch.channels_last) and not batch.is_contiguous()
+    fmt = torch.channels_last if cl else torch.contiguous_format
+    x = batch.contiguous(memory_format=fmt)
+    augs = [a.to(batch.device).contiguous(memory_format=fmt) for a in augmented]
+    for i, a in enumerate(augs):
+        _check_batch(a, f"augmented[{i}]")
+        if a.shape != batch.shape:
+            raise ValueError(f"augmented[{i}] must have the batch's shape {tuple(batch.shape)}, got {tuple(a.shape)}")
+    if (not augs or len(augs) > 8 or not _extension.is_compiled() or not _extension.kernels_for(batch.device)):
+        dims = (batch.shape[0], 1, 1, 1)
+        out = w[:, 0].reshape(dims) * x
+        for i, a in enumerate(augs):
+            out.add_(w[:, 1 + i].reshape(dims) * a)
+        return out.to(torch.uint8)
+    return torch.ops.tensorops.augment_mix.default(x, augs, w)
+
+
 # ---- one round of per-sample ops ----------------------------------------------------------------------------
 def apply_ops(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, *, interpolation="nearest",
               fill: Fill = None) -> torch.Tensor:
@@ -378,22 +415,34 @@ def apply_ops(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, 
     (``v2.functional.rotate``); the others ignore it. ``grayscale`` keeps C channels. interpolation and fill
     apply to the geometric samples.
 
+    ops and magnitudes may also be (N, K): K ops per sample, applied in order in one call (the CPU keeps each
+    sample's intermediate images in cache-sized scratch; CUDA runs K rounds).
+
+    >>> batch = torch.randint(0, 256, (4, 3, 32, 32), dtype=torch.uint8)
     >>> out = apply_ops(batch, torch.tensor([1, 12, 0, 9]), torch.tensor([1.3, 10.0, 0.0, 0.0], dtype=torch.float64))
     """
     _check_batch(batch)
     n, c, h, w = batch.shape
-    if not isinstance(ops, torch.Tensor) or ops.dim() != 1 or ops.shape[0] != n:
-        raise ValueError(f"ops must be an int64 tensor (N,) = ({n},) of indices into OPS")
-    o = ops.to("cpu", torch.int64)
-    if n and (int(o.min()) < 0 or int(o.max()) >= len(OPS)):
+    if not isinstance(ops, torch.Tensor) or ops.dim() not in (1, 2) or ops.shape[0] != n:
+        raise ValueError(f"ops must be an int64 tensor (N,) or (N, K) with N = {n}, of indices into OPS")
+    if ops.is_floating_point() or ops.is_complex():
+        raise TypeError(f"ops must be integer indices into OPS, got {ops.dtype}")
+    k = ops.shape[1] if ops.dim() == 2 else 1
+    o = ops.to("cpu", torch.int64).reshape(-1)
+    if o.numel() and not _tracing() and (int(o.min()) < 0 or int(o.max()) >= len(OPS)):
         bad = int(((o < 0) | (o >= len(OPS))).nonzero()[0])
-        raise ValueError(f"ops of sample {bad} is {int(o[bad])}, not an index into OPS (0..{len(OPS) - 1})")
-    m = _per_sample(magnitudes, n, "magnitudes")
+        raise ValueError(f"ops of sample {bad // k} is {int(o[bad])}, not an index into OPS (0..{len(OPS) - 1})")
+    if ops.dim() == 2:
+        if not isinstance(magnitudes, torch.Tensor) or magnitudes.shape != ops.shape:
+            raise ValueError(f"magnitudes must have ops' shape {tuple(ops.shape)}")
+        m = magnitudes.detach().to("cpu", torch.float64).reshape(-1)
+    else:
+        m = _per_sample(magnitudes, n, "magnitudes")
     codes = _CODE[o].clone()
-    params = torch.zeros(n, _NPARAMS, dtype=torch.float64)
+    params = torch.zeros(o.shape[0], _NPARAMS, dtype=torch.float64)
     params[:, _M] = m
     params[:, _SCALE] = 1.0
-    name = {k: i for i, k in enumerate(OPS)}
+    name = {op: i for i, op in enumerate(OPS)}
     shear_x, shear_y = o == name["shear_x"], o == name["shear_y"]
     params[:, _SHX] = torch.where(shear_x, m, 0.0)
     params[:, _SHY] = torch.where(shear_y, m, 0.0)
@@ -403,16 +452,17 @@ def apply_ops(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, 
     params[:, _TX] = torch.where(o == name["translate_x"], m, 0.0)
     params[:, _TY] = torch.where(o == name["translate_y"], m, 0.0)
     rot = o == name["rotate"]
-    if bool(rot.any()):
-        rc, ra = _rotation_codes(m, h == w, False)
-        codes = torch.where(rot, rc, codes)
-        params[:, _ANGLE] = torch.where(rot, ra, 0.0)
+    rc, ra = _rotation_codes(m, h == w, False)  # for every sample (no data-dependent branch: torch.compile)
+    codes = torch.where(rot, rc, codes)
+    params[:, _ANGLE] = torch.where(rot, ra, 0.0)
     # checks of the colour magnitudes, per op
     for op, ok, what in (("brightness", m >= 0, "is not non-negative"), ("contrast", m >= 0, "is not non-negative"),
                          ("saturation", m >= 0, "is not non-negative"), ("sharpness", m >= 0, "is not non-negative"),
                          ("hue", (m >= -0.5) & (m <= 0.5), "is not in [-0.5, 0.5]"),
                          ("posterize", (m >= 0) & (m <= 8) & (m == m.floor()), "is not an integer in [0, 8]"),
-                         ("solarize", m <= 255, "is above 255")):
+                         ("solarize", m <= 255, "is not <= 255")):
         sel = o == name[op]
-        _require(ok | ~sel, f"magnitudes ({op})", what, m)
+        _require(ok | ~sel, f"magnitudes ({op})", what, m, per=k)
+    if ops.dim() == 2:
+        codes, params = codes.reshape(n, k), params.reshape(n, k, _NPARAMS)
     return _run(batch, codes, params, _interpolation(interpolation), _fill(fill, c))

@@ -5,6 +5,8 @@
   a CUDA device one batch ahead on a side stream);
 * :mod:`tensorops.data.boxes`: the RandomResizedCrop and Resize + CenterCrop boxes for a whole batch;
 * :mod:`tensorops.data.seeding`: the collates' random streams, per DataLoader worker and epoch;
+* :mod:`tensorops.data.augmenting`: how ``augment=`` (of the collates and the loader) applies transforms, drawing
+  from the caller's stream, and how label-mixing transforms give soft labels;
 * :mod:`tensorops.data.images`: PIL images, numpy arrays and tensors as HWC uint8 tensors.
 """
 from tensorops.data.collates import CropMirrorNormalizeCollate, ResizedCropMirrorNormalizeCollate

@@ -11,9 +11,11 @@ from torch.utils.data import default_collate
 from tensorops import _decode_ops
 from tensorops._checks import where
 from tensorops.crop_mirror_normalize import crop_mirror_normalize
+from tensorops.data import augmenting as _augmenting
 from tensorops.data import boxes as _boxes
 from tensorops.data.images import as_image
 from tensorops.data.seeding import Seeded
+from tensorops.normalize import normalize
 from tensorops.resized_crop_mirror_normalize import resized_crop_mirror_normalize
 
 __all__ = ["CropMirrorNormalizeCollate", "ResizedCropMirrorNormalizeCollate"]
@@ -34,7 +36,32 @@ def _pairs(samples: Sequence[Any], where: str) -> Tuple[List[Any], List[Any]]:
     return images, labels
 
 
-class CropMirrorNormalizeCollate(Seeded):
+class _Augmenting(Seeded):
+    """What the collates share for ``augment=``: the checks, and the step after the uint8 batch is made."""
+
+    augment: Tuple[Any, ...] = ()
+
+    def _set_augment(self, augment: Any, where_: str) -> None:
+        self.augment = _augmenting.as_transforms(augment, where_)
+        if self.augment and self.pad_channels is not None:
+            raise ValueError(f"{where_}pad_channels cannot be combined with augment (the augmentations take 1 or 3 "
+                             "channels): pad the normalized batch instead")
+
+    def _finish(self, batch: torch.Tensor, labels: Any) -> Tuple[torch.Tensor, Any]:
+        """``batch`` (uint8 when ``augment`` is given) after the augmentations, drawn from this collate's stream,
+        then normalized when the collate gives float batches; ``labels`` collated (soft labels after MixUp or
+        CutMix)."""
+        labels = default_collate(labels) if isinstance(labels, list) else labels
+        if not self.augment:
+            return batch, labels
+        if batch.shape[0] > 0:
+            batch, labels = _augmenting.apply(self.augment, batch, labels, self._rng())
+        if self.mean is not None:
+            batch = normalize(batch, self.mean, self.std, dtype=self.dtype, memory_format=self.memory_format)
+        return batch, labels
+
+
+class CropMirrorNormalizeCollate(_Augmenting):
     """A DataLoader ``collate_fn``: ``(image, label)`` samples of any size become ``(batch, labels)`` with
     ``batch = tensorops.crop_mirror_normalize(images, mean, std, size=size, ...)`` in one pass.
 
@@ -57,6 +84,10 @@ class CropMirrorNormalizeCollate(Seeded):
         dtype, memory_format, pad_channels, fill: as :func:`tensorops.crop_mirror_normalize`.
         mirror_prob: probability of a horizontal flip in training.
         generator: the source of randomness (see above).
+        augment: a transform or a sequence of transforms (e.g. ``tensorops.augment`` policies) applied in order to
+            the uint8 crops of the batch, in the worker, before the normalize: see
+            :class:`ResizedCropMirrorNormalizeCollate` (``fill`` is then on the uint8 scale: padding happens
+            before the augmentations; ``pad_channels`` is not available).
 
     Example:
         >>> from tensorops.data import CropMirrorNormalizeCollate
@@ -72,11 +103,12 @@ class CropMirrorNormalizeCollate(Seeded):
     def __init__(self, size: Union[int, Tuple[int, int]], mean: Any, std: Any, *, train: bool = True, dim: int = -3,
                  dtype: Optional[torch.dtype] = None, memory_format: torch.memory_format = torch.contiguous_format,
                  pad_channels: Optional[int] = None, fill: float = 0.0, mirror_prob: float = 0.5,
-                 generator: Optional[torch.Generator] = None) -> None:
+                 generator: Optional[torch.Generator] = None, augment: Any = None) -> None:
         self._common(_FN, size, mirror_prob, generator)
         self.mean, self.std = mean, std
         self.train, self.dim, self.dtype = bool(train), dim, dtype
         self.memory_format, self.pad_channels, self.fill = memory_format, pad_channels, fill
+        self._set_augment(augment, _FN)
 
     def draw(self, sizes: Sequence[Tuple[int, int]]) -> Tuple[torch.Tensor, torch.Tensor]:
         """(top_left (N, 2) int64, mirror (N,) bool) for images of these (H, W) sizes: random in training,
@@ -101,6 +133,14 @@ class CropMirrorNormalizeCollate(Seeded):
         images, labels = _pairs(samples, _FN)
         sizes = [(im.shape[-2], im.shape[-1]) if self.dim == -3 else (im.shape[-3], im.shape[-2]) for im in images]
         top_left, mirror = self.draw(sizes)
+        if self.augment:  # uint8 crops to augment, then normalize: the crop as a box read at scale 1 (nearest)
+            h, w = self.size
+            boxes = torch.cat([top_left, torch.tensor([[h, w]], dtype=torch.int64).expand(len(sizes), 2)], 1)
+            batch = resized_crop_mirror_normalize(
+                images, None, None, size=self.size, boxes=boxes.to(torch.float64), mirror=mirror, dim=self.dim,
+                interpolation="nearest", dtype=torch.uint8, memory_format=self.memory_format, fill=self.fill,
+                out_of_bounds="pad")
+            return self._finish(batch, labels)
         batch = crop_mirror_normalize(
             images, self.mean, self.std, dim=self.dim, size=self.size, top_left=top_left, mirror=mirror,
             dtype=self.dtype, memory_format=self.memory_format, pad_channels=self.pad_channels, fill=self.fill,
@@ -112,7 +152,7 @@ class CropMirrorNormalizeCollate(Seeded):
 _RFN = where("data.ResizedCropMirrorNormalizeCollate")
 
 
-class ResizedCropMirrorNormalizeCollate(Seeded):
+class ResizedCropMirrorNormalizeCollate(_Augmenting):
     """A DataLoader ``collate_fn``: ``(image, label)`` samples of any size become ``(batch, labels)`` in one pass
     of :func:`tensorops.resized_crop_mirror_normalize`.
 
@@ -131,6 +171,16 @@ class ResizedCropMirrorNormalizeCollate(Seeded):
     ``dtype=torch.uint8`` with ``mean=None, std=None`` gives uint8 batches (4x fewer bytes across the worker
     boundary) to normalize in the consumer: :class:`tensorops.data.NormalizingLoader`.
 
+    ``augment``: a transform or a sequence of transforms (``tensorops.augment``'s policies: TrivialAugmentWide,
+    RandAugment, ColorJitter, RandomErasing, MixUp, CutMix ...) applied in order to the resized uint8 batch, in the
+    same call, in the worker (its CPU): JPEG bytes -> decode + crop + resize (one pass) -> augmentations ->
+    normalize. With ``mean, std`` given the batch is made in uint8 first, augmented, then normalized by
+    :func:`tensorops.normalize` (two passes instead of the one fused pass that runs when no augment is given).
+    The draws come from this collate's generator (``make_params(batch, generator=...)``), after the boxes: per
+    worker, new every epoch, repeatable from the seed. A transform that mixes labels (MixUp, CutMix: see
+    :mod:`tensorops.data.augmenting`) turns the labels into the soft labels the collate returns. To run the
+    augmentations on the GPU instead, give them to :class:`tensorops.data.NormalizingLoader`.
+
     Example:
         >>> from tensorops.data import ResizedCropMirrorNormalizeCollate
         >>> dataset = [(torch.randint(0, 256, (3, 300 + 20 * i, 400), dtype=torch.uint8), i) for i in range(8)]
@@ -148,7 +198,7 @@ class ResizedCropMirrorNormalizeCollate(Seeded):
                  mirror_prob: float = 0.5, generator: Optional[torch.Generator] = None, dim: int = -3,
                  dtype: Optional[torch.dtype] = None, memory_format: torch.memory_format = torch.contiguous_format,
                  pad_channels: Optional[int] = None, fill: float = 0.0, on_error: str = "raise",
-                 strict: bool = False) -> None:
+                 strict: bool = False, augment: Any = None) -> None:
         self._common(_RFN, size, mirror_prob, generator)
         if on_error not in ("raise", "drop"):
             raise ValueError(f"{_RFN}on_error must be \"raise\" or \"drop\", got {on_error!r}")
@@ -175,6 +225,7 @@ class ResizedCropMirrorNormalizeCollate(Seeded):
         self.interpolation, self.antialias = interpolation, antialias
         self.dim, self.dtype, self.memory_format = dim, dtype, memory_format
         self.pad_channels, self.fill = pad_channels, fill
+        self._set_augment(augment, _RFN)
 
     TRIES = _boxes.TRIES
     DRAWS = _boxes.DRAWS  # uniforms a training sample draws: four per try, then the flip
@@ -216,33 +267,35 @@ class ResizedCropMirrorNormalizeCollate(Seeded):
             dim = -1
         sizes = [(im.shape[-2], im.shape[-1]) if dim == -3 else (im.shape[-3], im.shape[-2]) for im in images]
         boxes, mirror = self.boxes(sizes)
+        u8 = bool(self.augment)  # augment: a uint8 batch first (normalized after the augmentations)
         batch = resized_crop_mirror_normalize(
-            images, self.mean, self.std, size=self.size, boxes=boxes, mirror=mirror, dim=dim,
-            interpolation=self.interpolation, antialias=self.antialias, dtype=self.dtype,
-            memory_format=self.memory_format, pad_channels=self.pad_channels, fill=self.fill, out_of_bounds="pad",
-            crop_first=self.train,
+            images, None if u8 else self.mean, None if u8 else self.std, size=self.size, boxes=boxes,
+            mirror=mirror, dim=dim, interpolation=self.interpolation, antialias=self.antialias,
+            dtype=torch.uint8 if u8 else self.dtype, memory_format=self.memory_format, pad_channels=self.pad_channels,
+            fill=self.fill, out_of_bounds="pad", crop_first=self.train,
         )
-        return batch, default_collate(labels)
+        return self._finish(batch, labels)
 
     def _decode(self, items: List[Any], labels: List[Any]) -> Tuple[torch.Tensor, Any]:
         """Encoded samples: :func:`decode_encoded` with this collate's boxes; dropped samples take their labels."""
         named = [os.fspath(it) if isinstance(it, (str, os.PathLike)) else
                  _decode_ops.Unnamed(f"batch index {k}")
                  for k, it in enumerate(items)]
-        batch, kept = decode_encoded(self, items, named, self.boxes, _RFN)
+        batch, kept = decode_encoded(self, items, named, self.boxes, _RFN, uint8=bool(self.augment))
         if kept is None:
-            return batch, default_collate(labels)
+            return self._finish(batch, labels)
         good = [labels[k] for k in kept]
-        return batch, (default_collate(good) if good else torch.empty(0, dtype=torch.int64))
+        return self._finish(batch, default_collate(good) if good else torch.empty(0, dtype=torch.int64))
 
 
 def decode_encoded(collate: ResizedCropMirrorNormalizeCollate, items: Sequence[Any], names: Sequence[str],
-                   draw: Callable[[List[Tuple[int, int]]], Tuple[torch.Tensor, torch.Tensor]], where_: str
-                   ) -> Tuple[torch.Tensor, Optional[List[int]]]:
+                   draw: Callable[[List[Tuple[int, int]]], Tuple[torch.Tensor, torch.Tensor]], where_: str,
+                   uint8: bool = False) -> Tuple[torch.Tensor, Optional[List[int]]]:
     """``collate``'s batch of encoded samples (bytes, 1-D uint8 tensors or arrays, or file paths read here): sizes
     from the headers (:func:`tensorops.io.image_size`), ``(boxes, mirror) = draw(sizes)`` (the same boxes as for
     the decoded images), then :func:`tensorops.decode_resized_crop_mirror_normalize`. ``names`` name the samples
-    in errors and warnings, ``where_`` the caller.
+    in errors and warnings, ``where_`` the caller. ``uint8``: a uint8 batch (no normalize, whatever the collate's
+    ``mean``, ``std`` and ``dtype``), for the augmentations to run on before the normalize.
 
     Returns ``(batch, kept)``: ``kept`` is None when every sample is in the batch. With ``collate.on_error ==
     "drop"`` a sample that cannot be read or decoded leaves the batch, with one warning per file (named by its
@@ -271,8 +324,9 @@ def decode_encoded(collate: ResizedCropMirrorNormalizeCollate, items: Sequence[A
     c = collate
     decode_data = [b"" if k in why else d for k, d in enumerate(data)]
     batch, status, texts = decode_with_status(
-        decode_data, c.mean, c.std, size=c.size, boxes=boxes, mirror=mirror, interpolation=c.interpolation,
-        antialias=c.antialias, dtype=c.dtype, memory_format=c.memory_format, pad_channels=c.pad_channels,
+        decode_data, None if uint8 else c.mean, None if uint8 else c.std, size=c.size, boxes=boxes, mirror=mirror,
+        interpolation=c.interpolation, antialias=c.antialias, dtype=torch.uint8 if uint8 else c.dtype,
+        memory_format=c.memory_format, pad_channels=c.pad_channels,
         fill=c.fill, out_of_bounds="pad", crop_first=c.train, paths=list(names), strict=c.strict,
         on_error="raise" if c.on_error == "raise" else "fill")
     for k in why:

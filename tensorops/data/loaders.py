@@ -2,11 +2,12 @@
 one batch ahead on a side stream)."""
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Tuple
 
 import torch
 
 from tensorops._checks import where
+from tensorops.data import augmenting as _augmenting
 from tensorops.normalize import normalize
 
 __all__ = ["NormalizingLoader"]
@@ -61,11 +62,25 @@ class NormalizingLoader:
     the stream that was current when the wrapped loader yielded them (their producer's), and their memory is
     recorded on the side stream; the output's memory is recorded on the consumer's stream.
 
+    ``augment``: a transform or a sequence of transforms (``tensorops.augment``'s policies) applied in order to
+    each uint8 batch where it is normalized, just before the normalize: with a CUDA ``device`` on the GPU, on the
+    batch just copied, on the side stream (one batch ahead, as the normalize); on the CPU in the main process.
+    Their draws are made on the CPU from ``generator`` (``make_params(batch, generator=...)``; the main process's
+    one stream, which goes on advancing, so every epoch draws anew and a run repeats from the seed). A transform
+    that mixes labels (MixUp, CutMix, :mod:`tensorops.data.augmenting`) replaces the labels at ``label_key`` with
+    its soft labels (computed where the labels are: the loader moves only the images). Where each augmentation runs is the caller's choice: given to the collate (``augment=`` of
+    :class:`~tensorops.data.ResizedCropMirrorNormalizeCollate`) they run in the DataLoader workers on their CPUs;
+    given here they run on the device that normalizes. (RandomErasing is not yet fused into the normalize pass:
+    it runs as its own pass before it.)
+
     Args:
         loader: any iterable of batches: a tensor, or a tuple/list/dict holding the images at ``image_key``.
         mean, std, dtype, memory_format: as :func:`tensorops.normalize` (images uint8 -> /255).
         device: None (CPU) or a CUDA device.
         image_key: where the images are in each batch (0 for ``(images, labels)``).
+        augment: transforms for the uint8 batch before the normalize (see above).
+        generator: a ``torch.Generator`` the augmentations draw from (None: torch's global RNG).
+        label_key: where the labels are in each batch (1 for ``(images, labels)``), for label-mixing transforms.
 
     Example:
         >>> from torch.utils.data import DataLoader
@@ -87,8 +102,14 @@ class NormalizingLoader:
     _cuda = _CudaStreams
 
     def __init__(self, loader: Any, mean: Any, std: Any, *, device: Any = None, dtype: Optional[torch.dtype] = None,
-                 memory_format: torch.memory_format = torch.contiguous_format, image_key: Any = 0) -> None:
+                 memory_format: torch.memory_format = torch.contiguous_format, image_key: Any = 0,
+                 augment: Any = None, generator: Optional[torch.Generator] = None, label_key: Any = 1) -> None:
         self.loader, self.mean, self.std = loader, mean, std
+        self.augment = _augmenting.as_transforms(augment, _FN)
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(f"{_FN}generator must be a torch.Generator, got {generator!r}")
+        self.generator, self.label_key = generator, label_key
+        self._mixes = _augmenting.any_needs_labels(self.augment)
         self.device = None if device is None else torch.device(device)
         if self.device is not None and self.device.type not in ("cuda", "cpu"):
             raise ValueError(f"{_FN}device must be None, 'cpu' or a CUDA device, got {device!r}")
@@ -105,13 +126,15 @@ class NormalizingLoader:
             raise TypeError(f"{_FN}batch[{self.image_key!r}] must be a tensor, got {type(images).__name__}")
         return images
 
-    def _replace(self, batch: Any, images: torch.Tensor) -> Any:
+    def _replace(self, batch: Any, images: torch.Tensor, labels: Any = None) -> Any:
         if isinstance(batch, torch.Tensor):
             return images
         if isinstance(batch, dict):
-            return {**batch, self.image_key: images}
+            return {**batch, self.image_key: images, **({self.label_key: labels} if labels is not None else {})}
         items = list(batch)
         items[self.image_key] = images
+        if labels is not None:
+            items[self.label_key] = labels
         if isinstance(batch, tuple):  # a namedtuple stays one (its fields by position, as _make takes them)
             return type(batch)._make(items) if hasattr(type(batch), "_make") else tuple(items)
         return items
@@ -119,10 +142,25 @@ class NormalizingLoader:
     def _normalize(self, images: torch.Tensor) -> torch.Tensor:
         return normalize(images, self.mean, self.std, dtype=self.dtype, memory_format=self.memory_format)
 
+    def _labels(self, batch: Any) -> Any:
+        if not self._mixes:
+            return None
+        if isinstance(batch, torch.Tensor):
+            raise TypeError(f"{_FN}augment mixes labels (MixUp, CutMix) but the batches are bare tensors: give "
+                            "(images, labels) batches")
+        return batch[self.label_key]
+
+    def _augmented(self, images: torch.Tensor, labels: Any) -> Tuple[torch.Tensor, Any]:
+        """The uint8 ``images`` (on their device) after ``augment``, then normalized; the (soft) labels."""
+        if self.augment and images.shape[0] > 0:
+            images, labels = _augmenting.apply(self.augment, images, labels, self.generator)
+        return self._normalize(images), labels
+
     def __iter__(self) -> Iterator[Any]:
         if self.device is None:
             for batch in self.loader:
-                yield self._replace(batch, self._normalize(self._images(batch)))
+                images, labels = self._augmented(self._images(batch), self._labels(batch))
+                yield self._replace(batch, images, labels)
             return
         cuda = self._cuda
         side = cuda.Stream(self.device)
@@ -134,16 +172,18 @@ class NormalizingLoader:
                 if producer is not None:  # written on the producer's stream: read it only after that
                     side.wait_stream(producer)
                     cuda.record(images, side)
-                ready = self._normalize(cuda.to_device(images, self.device))
+                ready, labels = self._augmented(cuda.to_device(images, self.device), self._labels(batch))
                 done = cuda.done_event(side)  # this batch's work, and nothing queued after it
             if pending is not None:
                 yield self._handover(*pending)
-            pending = (batch, ready, done)
+            pending = (batch, ready, labels, done)
         if pending is not None:
             yield self._handover(*pending)
 
-    def _handover(self, batch: Any, images: torch.Tensor, done: Any) -> Any:
+    def _handover(self, batch: Any, images: torch.Tensor, labels: Any, done: Any) -> Any:
         current = self._cuda.current_stream(self.device)
         current.wait_event(done)
         self._cuda.record(images, current)
-        return self._replace(batch, images)
+        if isinstance(labels, torch.Tensor) and labels.device.type == "cuda":
+            self._cuda.record(labels, current)
+        return self._replace(batch, images, labels)

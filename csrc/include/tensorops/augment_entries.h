@@ -13,6 +13,7 @@ namespace augment_entries {
 
 using RunApply = void (*)(augment_host::Setup&);
 using RunErase = void (*)(augment_host::EraseSetup&);
+using RunMix = void (*)(augment_host::MixSetup&);
 
 template <RunApply run>
 at::Tensor apply(const at::Tensor& batch, const at::Tensor& ops, const at::Tensor& params, int64_t interpolation,
@@ -29,10 +30,18 @@ at::Tensor erase(const at::Tensor& batch, const at::Tensor& boxes, const at::Ten
   return s.out;
 }
 
-template <RunApply run_apply, RunErase run_erase>
+template <RunMix run>
+at::Tensor mix(const at::Tensor& batch, at::TensorList augmented, const at::Tensor& weights) {
+  augment_host::MixSetup s = augment_host::setup_mix(batch, augmented, weights);
+  if (s.out.numel() > 0) run(s);
+  return s.out;
+}
+
+template <RunApply run_apply, RunErase run_erase, RunMix run_mix>
 void register_ops(torch::Library& m) {
   m.impl("augment_apply", &apply<run_apply>);
   m.impl("augment_erase", &erase<run_erase>);
+  m.impl("augment_mix", &mix<run_mix>);
 }
 
 }  // namespace augment_entries

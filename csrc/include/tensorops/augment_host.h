@@ -20,11 +20,11 @@ enum Param : int64_t { kMagnitude = 0, kAngle, kTx, kTy, kScale, kShearX, kShear
 struct Setup {
   at::Tensor in, out;  // (N, C, H, W) uint8; out fresh, in the input's memory format (contiguous or channels_last)
   int64_t N = 0, C = 0, H = 0, W = 0;
-  std::vector<augment::Sample> samples;
+  int64_t K = 1;                          // ops per sample, applied in order
+  std::vector<augment::Sample> samples;  // N x K, sample-major
   int64_t interpolation = 0;  // 0 nearest, 1 bilinear
   bool has_fill = false;
   float fill[3] = {0.f, 0.f, 0.f};
-  bool any_lut = false;  // some sample's op is a table op (the CUDA statistics launch)
 };
 
 // augment_apply's arguments checked; the table made (torchvision's inverse affine matrix in double, as Python
@@ -47,6 +47,15 @@ struct EraseSetup {
   std::vector<int64_t> boxes;  // N x 4, clipped: top, left, bottom, right (exclusive)
 };
 EraseSetup setup_erase(const at::Tensor& self, const at::Tensor& boxes, const at::Tensor& value);
+
+// augment_mix: the batch and K <= augment::kMaxMix augmented batches of its shape and strides (a dense layout:
+// contiguous or channels_last), weights float32 (N, 1 + K).
+struct MixSetup {
+  at::Tensor in, out, weights;  // weights: contiguous, on the batch's device
+  std::vector<at::Tensor> augmented;
+  int64_t N = 0, per_sample = 0;  // elements of one sample (dense)
+};
+MixSetup setup_mix(const at::Tensor& self, at::TensorList augmented, const at::Tensor& weights);
 
 }  // namespace augment_host
 }  // namespace tensorops

@@ -95,7 +95,16 @@ TENSOROPS_HD float fma_rn(float a, float b, float c) {
 // the Python double constant as torch's float32 kernel sees it
 TENSOROPS_HD float k(double v) { return static_cast<float>(v); }
 
-TENSOROPS_HD float clamp_to(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
+// floor of a float of magnitude below 2^31 through the integer conversion (exact; vectorizes where floorf may not)
+TENSOROPS_HD float floor_small(float v) {
+  const float t = static_cast<float>(static_cast<int32_t>(v));  // truncation toward zero
+  return t > v ? t - 1.f : t;
+}
+
+TENSOROPS_HD float clamp_to(float v, float lo, float hi) {
+  v = v < lo ? lo : v;  // one select at a time (vectorizes); NaN stays NaN
+  return v > hi ? hi : v;
+}
 TENSOROPS_HD uint8_t to_u8(float v) { return static_cast<uint8_t>(static_cast<int>(v)); }  // v in [0, 255]
 
 // ---- colour ------------------------------------------------------------------------------------------------
@@ -129,13 +138,19 @@ TENSOROPS_HD uint8_t autocontrast(float x, float lo, float hi) {
 
 // adjust_hue_image on one pixel: to_dtype(float32, scale=True), _rgb_to_hsv, h.add_(hue).remainder_(1.0),
 // _hsv_to_rgb, to_dtype(uint8, scale=True) (mul(255.999), truncation).
-TENSOROPS_HD void hue(uint8_t ri, uint8_t gi, uint8_t bi, float hue_factor, uint8_t& ro, uint8_t& go,
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define TENSOROPS_AUGMENT_INLINE inline __attribute__((always_inline))
+#else
+#define TENSOROPS_AUGMENT_INLINE TENSOROPS_HD
+#endif
+TENSOROPS_AUGMENT_INLINE void hue(uint8_t ri, uint8_t gi, uint8_t bi, float hue_factor, uint8_t& ro, uint8_t& go,
                       uint8_t& bo) {
   const float s255 = k(1.0 / 255.0);
   const float r = mul_rn(static_cast<float>(ri), s255), g = mul_rn(static_cast<float>(gi), s255),
               b = mul_rn(static_cast<float>(bi), s255);
-  const float maxc = r > g ? (r > b ? r : b) : (g > b ? g : b);
-  const float minc = r < g ? (r < b ? r : b) : (g < b ? g : b);
+  const float mrg = r > g ? r : g, nrg = r < g ? r : g;
+  const float maxc = mrg > b ? mrg : b;  // aminmax: the exact extreme, whichever order
+  const float minc = nrg < b ? nrg : b;
   const bool eqc = maxc == minc;
   const float range = sub_rn(maxc, minc);
   const float s = div_rn(range, eqc ? 1.f : maxc);
@@ -143,20 +158,19 @@ TENSOROPS_HD void hue(uint8_t ri, uint8_t gi, uint8_t bi, float hue_factor, uint
   const float rc = div_rn(sub_rn(maxc, r), divisor), gc = div_rn(sub_rn(maxc, g), divisor),
               bc = div_rn(sub_rn(maxc, b), divisor);
   const bool neq_r = maxc != r, eq_g = maxc == g;
-  const float hg = mul_rn(sub_rn(add_rn(rc, 2.f), bc), (eq_g && neq_r) ? 1.f : 0.f);
+  const float hg = mul_rn(sub_rn(add_rn(rc, 2.f), bc), (eq_g & neq_r) ? 1.f : 0.f);
   const float hr = mul_rn(sub_rn(bc, gc), neq_r ? 0.f : 1.f);
-  const float hb = mul_rn(sub_rn(add_rn(gc, 4.f), rc), (neq_r && !eq_g) ? 1.f : 0.f);
+  const float hb = mul_rn(sub_rn(add_rn(gc, 4.f), rc), (neq_r & !eq_g) ? 1.f : 0.f);
   float h = add_rn(mul_rn(add_rn(add_rn(hr, hg), hb), k(1.0 / 6.0)), 1.f);
-  h = sub_rn(h, std::floor(h));  // fmod_(1.0) of a positive value: exact either way
+  h = sub_rn(h, floor_small(h));  // fmod_(1.0) of a positive value: exact either way
   // remainder_(1.0): fmod, plus 1 where negative; for |h| < 2 that is h - floor(h), one rounding where h < 0
   h = add_rn(h, hue_factor);
-  h = sub_rn(h, std::floor(h));
+  h = sub_rn(h, floor_small(h));
   // _hsv_to_rgb
   const float h6 = mul_rn(h, 6.f);
-  const float fi = std::floor(h6);
+  const float fi = floor_small(h6);
   const float f = sub_rn(h6, fi);
-  int i = static_cast<int>(fi);  // h in [0, 1]: i in 0..6, and remainder_(6)
-  if (i >= 6) i -= 6;
+  const float i = fi >= 6.f ? fi - 6.f : fi;  // h in [0, 1]: i in 0..6, remainder_(6); compared as floats (vectorizes)
   const float sxf = mul_rn(s, f);
   const float one_minus_s = sub_rn(1.f, s);
   const float v = maxc;
@@ -164,9 +178,16 @@ TENSOROPS_HD void hue(uint8_t ri, uint8_t gi, uint8_t bi, float hue_factor, uint
   const float t = clamp_to(mul_rn(add_rn(sxf, one_minus_s), v), 0.f, 1.f);
   const float p = clamp_to(mul_rn(one_minus_s, v), 0.f, 1.f);
   // torchvision's select table [[0,2,1,1,3,0],[3,0,0,2,1,1],[1,1,3,0,0,2]] over (v, p, q, t), as selects
-  const float R = (i == 0 || i == 5) ? v : (i == 1 ? q : ((i == 2 || i == 3) ? p : t));
-  const float G = (i == 1 || i == 2) ? v : (i == 0 ? t : (i == 3 ? q : p));
-  const float B = (i == 3 || i == 4) ? v : (i == 5 ? q : (i == 2 ? t : p));
+  float R = t, G = p, B = p;  // one select at a time (vectorizes)
+  R = ((i == 2.f) | (i == 3.f)) ? p : R;
+  R = i == 1.f ? q : R;
+  R = ((i == 0.f) | (i == 5.f)) ? v : R;
+  G = i == 3.f ? q : G;
+  G = i == 0.f ? t : G;
+  G = ((i == 1.f) | (i == 2.f)) ? v : G;
+  B = i == 2.f ? t : B;
+  B = i == 5.f ? q : B;
+  B = ((i == 3.f) | (i == 4.f)) ? v : B;
   const float up = k(255.0 + 1.0 - 1e-3);
   ro = to_u8(mul_rn(R, up));
   go = to_u8(mul_rn(G, up));
@@ -210,16 +231,17 @@ TENSOROPS_HD uint8_t lut_entry(const Sample& sm, int v, float mean, float lo, fl
 
 // equalize_image's table for one channel from its 256-bin histogram (total pixels): PIL's scheme as torchvision
 // writes it, in integers. Returns false where torchvision leaves the channel as it is (step == 0).
-TENSOROPS_HD bool equalize_lut(const int64_t* hist, int64_t total, uint8_t* lut) {
+template <typename Count>
+TENSOROPS_HD bool equalize_lut(const Count* hist, int64_t total, uint8_t* lut) {
   int64_t last = 0;  // the last non-empty bin (cum_hist.argmax: the first bin where the sum reaches the total)
   for (int v = 0; v < 256; ++v)
     if (hist[v] != 0) last = v;
-  const int64_t step = (total - hist[last]) / 255;
+  const int64_t step = (total - static_cast<int64_t>(hist[last])) / 255;
   if (step == 0) return false;
   int64_t cum = 0;
   lut[0] = 0;
   for (int v = 1; v < 256; ++v) {
-    cum += hist[v - 1];
+    cum += static_cast<int64_t>(hist[v - 1]);
     const int64_t e = (cum + step / 2) / step;
     lut[v] = static_cast<uint8_t>(e > 255 ? 255 : e);
   }
@@ -228,62 +250,86 @@ TENSOROPS_HD bool equalize_lut(const int64_t* hist, int64_t total, uint8_t* lut)
 
 // ---- affine (_affine_grid + grid_sample(align_corners=False) + round) --------------------------------------
 // The source coordinate (in input pixels) of output pixel (i, j) of an h x w image: torchvision's grid
-// (base grid (j - (w - 1) / 2, i - (h - 1) / 2, 1) times the rescaled theta, by bmm: here a chain of fused
-// multiply-adds, where BLAS's order may differ: the documented source of `affine`'s rounding-boundary pixels),
-// then grid_sample's unnormalisation (coord + 1) * (size / 2) - 0.5.
+// (base grid (j - (w - 1) / 2, i - (h - 1) / 2, 1) times the rescaled theta, by bmm: (x * t0 + y * t1) + t2, each
+// rounded, matched torch 2.14's CPU bmm on every grid point of 24 test maps), then grid_sample's unnormalisation
+// (coord + 1) * (size / 2) - 0.5 as ATen's vectorized CPU kernel computes it: the multiply and the subtraction
+// fused (with separate roundings, bilinear translations by half pixels missed 0.07% of torchvision's values).
 TENSOROPS_HD void affine_source(const float* t, int64_t i, int64_t j, int64_t h, int64_t w, float& ix, float& iy) {
   const float bx = static_cast<float>(j) - static_cast<float>(w - 1) * 0.5f;
   const float by = static_cast<float>(i) - static_cast<float>(h - 1) * 0.5f;
-  const float gx = add_rn(fma_rn(by, t[1], mul_rn(bx, t[0])), t[2]);
-  const float gy = add_rn(fma_rn(by, t[4], mul_rn(bx, t[3])), t[5]);
-  ix = sub_rn(mul_rn(add_rn(gx, 1.f), static_cast<float>(w) * 0.5f), 0.5f);
-  iy = sub_rn(mul_rn(add_rn(gy, 1.f), static_cast<float>(h) * 0.5f), 0.5f);
+  const float gx = add_rn(add_rn(mul_rn(bx, t[0]), mul_rn(by, t[1])), t[2]);
+  const float gy = add_rn(add_rn(mul_rn(bx, t[3]), mul_rn(by, t[4])), t[5]);
+  ix = fma_rn(add_rn(gx, 1.f), static_cast<float>(w) * 0.5f, -0.5f);
+  iy = fma_rn(add_rn(gy, 1.f), static_cast<float>(h) * 0.5f, -0.5f);
 }
 
-// round half to even (torch.round_ and grid_sample's nearest, std::nearbyint), for |v| < 2^22
+// round half to even (torch.round_ and grid_sample's nearest: std::nearbyint). On the host by adding and
+// subtracting 1.5 * 2^23 (exact for |v| < 2^22, and vectorizes); larger magnitudes only occur for coordinates far
+// outside the image, which stay outside.
 TENSOROPS_HD float round_even(float v) {
 #ifdef __CUDA_ARCH__
   return rintf(v);
 #else
-  return std::nearbyint(v);
+  constexpr float kMagic = 12582912.f;  // 1.5 * 2^23
+  return (v + kMagic) - kMagic;
 #endif
 }
 
 // grid_sample's bilinear taps at source (ix, iy) (ATen's CPU grid sampler: floor, distances w = x - floor(x),
-// e = 1 - w, n, s likewise, weights nw = s * e, ne = s * w, sw = n * e, se = n * w): the four weights, element
-// offsets (row stride sh, column stride sw) and whether each tap lies inside the image (zeros padding).
-TENSOROPS_HD void bilinear_taps(float ix, float iy, int64_t h, int64_t w, int64_t sh, int64_t sw, float* wt,
-                                int64_t* off, bool* ok) {
-  const float x0 = std::floor(ix), y0 = std::floor(iy);
+// e = 1 - w, n, s likewise, weights nw = s * e, ne = s * w, sw = n * e, se = n * w): the four weights, the
+// north-west tap (x0, y0) and whether each tap lies inside the image (zeros padding), all compared as floats
+// (exact: small integers), so that the caller's loop vectorizes.
+TENSOROPS_HD void bilinear_taps(float ix, float iy, int64_t h, int64_t w, float* wt, float& x0, float& y0,
+                                bool* ok) {
+  // coordinates beyond a pixel outside the image read only zeros (their weights then only matter for the fill mask,
+  // which is 0 there either way): clamped so that the integer floor stays in range
+  const float fw = static_cast<float>(w), fh = static_cast<float>(h);
+  ix = clamp_to(ix, -2.f, fw + 1.f);
+  iy = clamp_to(iy, -2.f, fh + 1.f);
+  x0 = floor_small(ix);
+  y0 = floor_small(iy);
   const float we = sub_rn(ix, x0), ea = sub_rn(1.f, we), no = sub_rn(iy, y0), so = sub_rn(1.f, no);
   wt[0] = mul_rn(so, ea);  // nw
   wt[1] = mul_rn(so, we);  // ne
   wt[2] = mul_rn(no, ea);  // sw
   wt[3] = mul_rn(no, we);  // se
-  // as ints, as ATen compares (x0 is within int range for any image torch can hold: the caller's coordinates are)
-  const int64_t xw = static_cast<int64_t>(x0), yn = static_cast<int64_t>(y0);
-  const bool xw_in = xw > -1 && xw < w, xe_in = xw + 1 > -1 && xw + 1 < w;
-  const bool yn_in = yn > -1 && yn < h, ys_in = yn + 1 > -1 && yn + 1 < h;
-  ok[0] = yn_in && xw_in;
-  ok[1] = yn_in && xe_in;
-  ok[2] = ys_in && xw_in;
-  ok[3] = ys_in && xe_in;
-  off[0] = yn * sh + xw * sw;
-  off[1] = yn * sh + (xw + 1) * sw;
-  off[2] = (yn + 1) * sh + xw * sw;
-  off[3] = (yn + 1) * sh + (xw + 1) * sw;
+  const bool xw_in = (x0 > -1.f) & (x0 < fw), xe_in = (x0 + 1.f > -1.f) & (x0 + 1.f < fw);
+  const bool yn_in = (y0 > -1.f) & (y0 < fh), ys_in = (y0 + 1.f > -1.f) & (y0 + 1.f < fh);
+  ok[0] = yn_in & xw_in;
+  ok[1] = yn_in & xe_in;
+  ok[2] = ys_in & xw_in;
+  ok[3] = ys_in & xe_in;
 }
 
-// The bilinear value from the taps' values (0 outside), summed left to right as ATen does, then (with a fill)
-// _apply_grid_transform's mask blend (img - fill) * mask + fill, round_() and .to(uint8).
-TENSOROPS_HD uint8_t bilinear_value(const float* v, const float* wt, const bool* ok, bool has_fill, float fill) {
-  float out = add_rn(add_rn(add_rn(mul_rn(v[0], wt[0]), mul_rn(v[1], wt[1])), mul_rn(v[2], wt[2])), mul_rn(v[3], wt[3]));
-  if (has_fill) {
-    const float m = add_rn(add_rn(add_rn(ok[0] ? wt[0] : 0.f, ok[1] ? wt[1] : 0.f), ok[2] ? wt[2] : 0.f),
-                           ok[3] ? wt[3] : 0.f);
-    out = add_rn(mul_rn(sub_rn(out, fill), m), fill);
-  }
+// The bilinear sum of the taps' values and weights as torch 2.14's CPU grid_sample rounds it: the first product,
+// then a fused multiply-add per tap (matched its output on every pixel of a test image whose sample points sit
+// near half pixels, where the rounded-product sum missed 433 of 4096).
+TENSOROPS_HD float bilinear_sum(float v0, float v1, float v2, float v3, float w0, float w1, float w2, float w3) {
+  return fma_rn(v3, w3, fma_rn(v2, w2, fma_rn(v1, w1, mul_rn(v0, w0))));
+}
+
+// With a fill, _apply_grid_transform's mask blend (img - fill) * mask + fill (mask: the interpolated ones, i.e.
+// the inside taps' weights summed), then round_() and .to(uint8).
+TENSOROPS_HD uint8_t bilinear_finish(float out, float mask, bool has_fill, float fill) {
+  if (has_fill) out = add_rn(mul_rn(sub_rn(out, fill), mask), fill);
   return to_u8(clamp_to(round_even(out), 0.f, 255.f));
+}
+
+// The bilinear value from the taps' values (0 outside) and flags.
+TENSOROPS_HD uint8_t bilinear_value(const float* v, const float* wt, const bool* ok, bool has_fill, float fill) {
+  const float out = bilinear_sum(v[0], v[1], v[2], v[3], wt[0], wt[1], wt[2], wt[3]);
+  const float mask = add_rn(add_rn(add_rn(ok[0] ? wt[0] : 0.f, ok[1] ? wt[1] : 0.f), ok[2] ? wt[2] : 0.f),
+                            ok[3] ? wt[3] : 0.f);
+  return bilinear_finish(out, mask, has_fill, fill);
+}
+
+// AugMix's mix of one element: w[0] * x, then + w[k] * a_k for each chain, each product and sum rounded (v2:
+// `mix = m0 * batch; mix.add_(w_i * aug_i)`), then .to(uint8).
+constexpr int kMaxMix = 8;  // chains per call
+TENSOROPS_HD uint8_t mix_value(const float* w, float x, const float* a, int k) {
+  float acc = mul_rn(w[0], x);
+  for (int i = 0; i < k; ++i) acc = add_rn(acc, mul_rn(w[1 + i], a[i]));
+  return to_u8(clamp_to(acc, 0.f, 255.f));
 }
 
 // torch.rot90(k, dims=(-2, -1)) as an index map: output (i, j) reads input (si, sj).
