@@ -20,7 +20,7 @@ Views: ``table`` (a harness JSON: every row, eager / torch.compile / tensorops a
 ``vs_torchvision`` (a resized_crop_mirror_normalize JSON: tensorops against torchvision v2 per image),
 ``loader`` (a ``benchmarks.pipeline`` JSON: DataLoader images/s per path), ``batch_cache_rss`` (a
 ``benchmarks.batch_cache_rss`` JSON: resident memory per epoch), ``photo_stats`` (a ``benchmarks.photo_stats``
-JSON: why synthetic and real photographs give different ratios), ``augment`` / ``augment_policies`` (a ``benchmarks.augment`` JSON: every row, or the policies at 1 thread),
+JSON: why synthetic and real photographs give different ratios), ``augment`` / ``augment_policies`` (a ``benchmarks.augment`` JSON: every row, or the policy rows),
 ``recipes`` (a ``benchmarks.recipes`` JSON: the training recipes end to end), ``headline`` (the README's table:
 the rows of HEADLINE, from several files). Each block starts with the run's machine, torch, date and commit
 from the JSON's ``meta``.
@@ -290,8 +290,8 @@ def view_augment(path: str, result: Dict[str, Any], policies_only: bool = False,
 
 
 def view_augment_policies(path: str, result: Dict[str, Any]) -> Table:
-    """The policy rows at 1 thread (a DataLoader worker's): the issue's floors."""
-    return view_augment(path, result, policies_only=True, threads=1)
+    """The policy rows (of every image set and thread count the file holds)."""
+    return view_augment(path, result, policies_only=True)
 
 
 def view_recipes(path: str, result: Dict[str, Any]) -> Table:
