@@ -20,7 +20,8 @@ Views: ``table`` (a harness JSON: every row, eager / torch.compile / tensorops a
 ``vs_torchvision`` (a resized_crop_mirror_normalize JSON: tensorops against torchvision v2 per image),
 ``loader`` (a ``benchmarks.pipeline`` JSON: DataLoader images/s per path), ``batch_cache_rss`` (a
 ``benchmarks.batch_cache_rss`` JSON: resident memory per epoch), ``photo_stats`` (a ``benchmarks.photo_stats``
-JSON: why synthetic and real photographs give different ratios), ``headline`` (the README's table:
+JSON: why synthetic and real photographs give different ratios), ``augment`` / ``augment_policies`` (a ``benchmarks.augment`` JSON: every row, or the policy rows),
+``recipes`` (a ``benchmarks.recipes`` JSON: the training recipes end to end), ``headline`` (the README's table:
 the rows of HEADLINE, from several files). Each block starts with the run's machine, torch, date and commit
 from the JSON's ``meta``.
 """
@@ -105,6 +106,10 @@ def describe(path: str, result: Dict[str, Any]) -> str:
     load_ = (m.get("load") or {}).get("busy_processes", 0)
     load_txt = "quiet" if not load_ else f"{load_} busy processes (--load {load_})"
     commit = (m.get("git_commit") or "")[:10] or "not recorded"
+    act = m.get("activity")  # load.ActivityWatch's samples, where the run took them
+    if act and act.get("samples"):
+        load_txt += (f", no compiler ran ({act['samples']} samples)" if not act["samples_with_a_compiler"] else
+                     f", a compiler ran in {act['samples_with_a_compiler']} of {act['samples']} samples")
     return (f"`{path}`: {cpu}{gpu}, {m.get('torch_threads')} torch threads, {load_txt}, torch {m['torch']}, "
             f"{m.get('timestamp_utc', '?')}, commit {commit}")
 
@@ -253,9 +258,65 @@ def view_batch_cache_rss(path: str, result: Dict[str, Any]) -> Table:
             "workers' Pss (MiB)", "main cache hits / misses"], rows
 
 
+AUGMENT_COLUMNS = ("torchvision v2 per image", "torchvision v2 batch", "kornia", "tensorops")
+
+
+def view_augment(path: str, result: Dict[str, Any], policies_only: bool = False,
+                 threads: Optional[int] = None) -> Table:
+    """A ``benchmarks.augment`` JSON: per image set, thread count and row, each column's ms per image and its
+    ratio to the row's baseline (torchvision v2 per image; v2 on the batch for MixUp / CutMix, marked *), medians
+    of per-round ratios with their min-max where the rounds disagree; tensorops' check against torchvision.
+    ``policies_only``: the policy rows; ``threads``: one thread count."""
+    rows = []
+    for r in result["rows"]:
+        if (policies_only and r["kind"] != "policy") or (threads is not None and r["threads"] != threads):
+            continue
+        cells = [r["set"] + ("" if r.get("layout", "contiguous") == "contiguous" else f", {r['layout']}"),
+                 str(r["threads"]), r["row"]]
+        for col in AUGMENT_COLUMNS:
+            t = r["ms_per_image"].get(col)
+            if t is None:
+                cells.append("-")
+            elif col == r["baseline"]:
+                cells.append(f"{t['median']:.3f} ms" + ("*" if col != AUGMENT_COLUMNS[0] else ""))
+            else:
+                sp = r["ratio_to_baseline"].get(col)
+                cells.append(f"{t['median']:.3f} ms, {fmt_ratio(sp['median'], sp)}" if sp else f"{t['median']:.3f} ms")
+        check = r.get("check") or ""
+        cells.append("-" if check.startswith("not compared") else check.split(" (affine")[0] or "-")
+        rows.append(cells)
+    return ["images", "threads", "row", *(f"{c} (ms/image, ratio)" for c in AUGMENT_COLUMNS),
+            "tensorops vs torchvision per image"], rows
+
+
+def view_augment_policies(path: str, result: Dict[str, Any]) -> Table:
+    """The policy rows (of every image set and thread count the file holds)."""
+    return view_augment(path, result, policies_only=True)
+
+
+def view_recipes(path: str, result: Dict[str, Any]) -> Table:
+    """A ``benchmarks.recipes`` JSON: per recipe and path, DataLoader images/s (median, min-max over rounds), the
+    CPU ms per image all processes spent (main + workers), and the per-round ratio to torchvision v2's path."""
+    rows = []
+    for r in result["rows"]:
+        if "skipped" in r:
+            rows.append([r["recipe"], r["path"], str(r["workers"]), f"skipped: {r['skipped']}", "-", "-"])
+            continue
+        sp = r["images_per_s_spread"]
+        ratio = r.get("vs_torchvision")
+        cpu = r.get("cpu_ms_per_image")
+        rows.append([r["recipe"], r["path"], str(r["workers"]),
+                     f"{r['images_per_s']:.0f} ({sp['min']:.0f}-{sp['max']:.0f})",
+                     "-" if cpu is None else f"{cpu['median']:.2f}",
+                     "-" if ratio is None else fmt_ratio(ratio["median"], ratio)])
+    return ["recipe", "path", "workers", "images/s (min-max)", "CPU ms/image (all processes)",
+            "vs torchvision v2"], rows
+
+
 VIEWS: Dict[str, Callable[[str, Dict[str, Any]], Table]] = {
     "table": view_table, "vs_torchvision": view_vs_torchvision, "decode": view_decode, "loader": view_loader,
-    "batch_cache_rss": view_batch_cache_rss, "photo_stats": view_photo_stats}
+    "batch_cache_rss": view_batch_cache_rss, "photo_stats": view_photo_stats, "augment": view_augment,
+    "augment_policies": view_augment_policies, "recipes": view_recipes}
 
 
 # ---- rendering -------------------------------------------------------------------------------------------------

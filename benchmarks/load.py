@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from typing import Any, Dict, List, Optional
 
@@ -99,6 +100,97 @@ class BusyLoad:
         }
 
     def __enter__(self) -> "BusyLoad":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+# What other engineers' builds run: a timing taken while one of these ran is not a quiet figure.
+COMPILERS = ("cc1plus", "cc1", "nvcc", "cicc", "ptxas", "ninja")
+
+
+def _compilers_running() -> List[str]:
+    """The names of the compiler processes running now (from /proc/*/comm; empty where /proc is absent)."""
+    found = []
+    try:
+        pids = [d for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return found
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/comm", encoding="utf-8") as f:
+                name = f.read().strip()
+        except OSError:
+            continue
+        if name in COMPILERS:
+            found.append(name)
+    return found
+
+
+def _procs_running() -> Optional[int]:
+    try:
+        with open("/proc/stat", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("procs_running"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+class ActivityWatch:
+    """Samples, every ``interval_s`` in a background thread while a benchmark times, whether a compiler runs
+    (``COMPILERS``) and how many tasks are runnable (``/proc/stat``'s procs_running, which counts this process's
+    running threads and the ``--load`` processes too), so that the results file says what else ran: a figure
+    taken while someone's build ran is marked as such rather than passed off as quiet."""
+
+    def __init__(self, interval_s: float = 0.5) -> None:
+        self.interval_s = interval_s
+        self.samples = 0
+        self.with_compiler = 0
+        self.compilers: Dict[str, int] = {}
+        self.runnable: Dict[int, int] = {}
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def _sample(self) -> None:
+        names = _compilers_running()
+        self.samples += 1
+        if names:
+            self.with_compiler += 1
+        for n in set(names):
+            self.compilers[n] = self.compilers.get(n, 0) + 1
+        r = _procs_running()
+        if r is not None:
+            self.runnable[r] = self.runnable.get(r, 0) + 1
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._sample()
+            self._stop.wait(self.interval_s)
+
+    def start(self) -> "ActivityWatch":
+        self._thread = threading.Thread(target=self._loop, name="ActivityWatch", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def describe(self) -> Dict[str, Any]:
+        return {
+            "interval_s": self.interval_s,
+            "samples": self.samples,
+            "samples_with_a_compiler": self.with_compiler,
+            "compiler_samples_by_name": dict(sorted(self.compilers.items())),
+            "procs_running_histogram": {str(k): v for k, v in sorted(self.runnable.items())},
+            "note": "procs_running counts this benchmark's own running threads and its --load processes",
+        }
+
+    def __enter__(self) -> "ActivityWatch":
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import io
 import json
 import subprocess
@@ -765,3 +766,126 @@ def test_augment_cuda_smoke_runs_and_checks_against_the_cpu_kernels(tmp_path):
     assert [r["row"] for r in rows] == list(augment_cuda._policies())
     assert all(r["check"] == "equal to the CPU kernels" for r in rows), [r["check"] for r in rows]
     assert all(r["ms_per_image"]["tensorops"] > 0 for r in rows)
+# ------------------------------------------------------------------------------------ augment.py, recipes.py
+
+
+def _standin_augment():
+    """tensorops.augment's contract (notes of issue 36) done with torchvision per sample: what the augment and recipes
+    benchmarks' plumbing is tested with where tensorops.augment is absent (its kernels have their own tests)."""
+    import functools
+
+    from torchvision.transforms import v2
+    from torchvision.transforms.v2 import functional as F
+
+    def each(fn):
+        def run(batch, *args, **kw):
+            cols = [a.tolist() if isinstance(a, torch.Tensor) else [a] * batch.shape[0] for a in args]
+            return torch.stack([fn(x, *[c[i] for c in cols], **kw) for i, x in enumerate(batch)])
+        return run
+
+    class PerSample:
+        def __init__(self, name, *args, **kw):
+            self.t = getattr(v2, name)(*args, **kw)
+
+        def __call__(self, batch, *labels):
+            return self.t(batch, *labels) if labels else torch.stack([self.t(x) for x in batch])
+
+    ns = {name: each(getattr(F, name)) for name in (
+        "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "adjust_sharpness", "posterize",
+        "solarize", "autocontrast", "equalize", "invert", "rgb_to_grayscale", "affine", "rotate")}
+    ns["erase"] = each(lambda x, box, v: F.erase(x, *box, v=torch.tensor(v, dtype=x.dtype)))
+    for name in ("TrivialAugmentWide", "RandAugment", "AutoAugment", "AugMix", "ColorJitter", "RandomErasing",
+                 "MixUp", "CutMix"):
+        ns[name] = functools.partial(PerSample, name)
+    return ns.get, "stand-in: torchvision per sample (tests/test_benchmarks.py)"
+
+
+def test_augment_times_every_row_and_writes_its_table(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("torchvision", reason="benchmarks.augment compares against torchvision v2")
+    from benchmarks import augment, docs_tables
+
+    monkeypatch.setattr(augment, "tensorops_augment", _standin_augment)
+    rc = augment.main(["--smoke", "--sets", "photo-like", "--threads", "1", "--out", str(tmp_path)])
+    assert rc == 0
+    data = json.loads((tmp_path / "augment_smoke_threads1.json").read_text())
+    assert [r["row"] for r in data["rows"]] == augment.row_names()
+    assert {"activity", "load", "kornia", "tensorops_augment", "threads", "sets"} <= set(data["meta"])
+    assert data["meta"]["activity"]["samples"] >= 1 and data["meta"]["load"]["busy_processes"] == 0
+    kornia = importlib.util.find_spec("kornia") is not None
+    for r in data["rows"]:
+        mixes = r["row"].startswith(("MixUp", "CutMix"))
+        assert r["baseline"] == (augment.TV_BATCH if mixes else augment.TV_IMAGE)
+        want = {augment.TV_BATCH, augment.TOPS} | (set() if mixes else {augment.TV_IMAGE})
+        assert want <= set(r["ms_per_image"]), (r["row"], r["missing"])
+        assert (augment.KORNIA in r["ms_per_image"]) == (kornia and r["row"] != "AugMix"), r["missing"]
+        assert all(t["median"] > 0 for t in r["ms_per_image"].values())
+        assert set(r["ratio_to_baseline"]) == set(r["ms_per_image"]) - {r["baseline"]}
+        if r["kind"] == "op":  # the stand-in is torchvision itself
+            assert r["check"] == "bit-identical", r
+    assert kornia or "not installed" in data["meta"]["kornia"]
+    header, cells = docs_tables.view_augment("augment_smoke.json", data)
+    assert len(cells) == len(data["rows"]) and all(len(c) == len(header) for c in cells)
+    assert len(docs_tables.view_augment_policies("x", data)[1]) == len(augment.policies())
+    md = (tmp_path / "augment_smoke_threads1.md").read_text()
+    assert "| photo-like | 1 | TrivialAugmentWide |" in md and "augment_smoke_threads1.json" in md
+
+
+def test_augment_without_tensorops_augment_skips_its_column_and_says_so(tmp_path, monkeypatch):
+    pytest.importorskip("torchvision", reason="benchmarks.augment compares against torchvision v2")
+    from benchmarks import augment
+
+    monkeypatch.setattr(augment, "tensorops_augment", lambda: (None, "tensorops.augment is not in this build"))
+    result = augment.run("smoke", threads=(1,), sets=(augment.SYNTH,), only=["brightness", "MixUp(0.2)"],
+                         say=lambda msg: None)
+    assert [r["row"] for r in result["rows"]] == ["brightness", "MixUp(0.2)"]
+    assert all(augment.TOPS not in r["ms_per_image"] for r in result["rows"])
+    assert result["meta"]["tensorops_augment"] == "tensorops.augment is not in this build"
+    with pytest.raises(ValueError, match="unknown rows"):
+        augment.run("smoke", only=["no such op"], say=lambda msg: None)
+
+
+def test_recipes_time_both_paths_of_both_recipes(tmp_path, monkeypatch):
+    pytest.importorskip("torchvision", reason="benchmarks.recipes compares against torchvision v2's pipeline")
+    from benchmarks import augment, docs_tables, pipeline_paths, recipes
+
+    monkeypatch.setattr(augment, "tensorops_augment", _standin_augment)
+    monkeypatch.setattr(pipeline_paths, "imagenet_like_sizes", lambda n, g: [(40 + 3 * k, 52 - k) for k in range(n)])
+    rc = recipes.main(["--smoke", "--images", "photo-like", "--workers", "0", "--out", str(tmp_path)])
+    assert rc == 0
+    data = json.loads((tmp_path / "recipes_smoke_photo_like.json").read_text())
+    assert [(r["recipe"], r["path"]) for r in data["rows"]] == [(k, p) for k in recipes.RECIPES for p in recipes.PATHS]
+    for r in data["rows"]:
+        assert "skipped" not in r, r
+        assert r["images_per_s"] > 0 and r["cpu_ms_per_image"]["median"] >= 0 and r["vs_torchvision"]["median"] > 0
+    tops = [r for r in data["rows"] if r["path"] == recipes.TOPS]
+    assert all(r["augment_in"] and r["policy"] for r in tops)
+    assert {"activity", "load", "recipes", "epoch_images", "workers"} <= set(data["meta"])
+    header, cells = docs_tables.view_recipes("x", data)
+    assert len(cells) == 2 * len(recipes.PATHS) and all(len(c) == len(header) for c in cells)
+    assert (tmp_path / "recipes_smoke_photo_like.md").exists()
+
+
+def test_augment_only_selects_rows_by_name_group_or_name_without_arguments():
+    from benchmarks import augment
+
+    assert augment.select("policies") == [p.name for p in augment.policies()]
+    assert augment.select("ColorJitter, RandAugment(2, 9),brightness") == [
+        "ColorJitter(0.4, 0.4, 0.4, 0.1)", "ColorJitter(0.4, 0.4, 0.4)", "RandAugment(2, 9)", "brightness"]
+    with pytest.raises(ValueError, match="no row is 'nope'"):
+        augment.select("nope")
+
+
+def test_augment_merges_parts_timed_in_separate_windows():
+    from benchmarks import augment
+
+    def part(rows, when, compiled):
+        return {"meta": {"timestamp_utc": when, "git_commit": "c", "load": {}, "sets": ["photo-like"], "threads": [1],
+                         "activity": {"samples": 10, "samples_with_a_compiler": compiled}, "wall_s": 1.0},
+                "rows": [{"row": r} for r in rows]}
+
+    merged = augment.merge([part(["TrivialAugmentWide"], "2026-01-01T00:00:00Z", 0),
+                            part(["brightness", "hue"], "2026-01-01T00:05:00Z", 1)])
+    assert [r["row"] for r in merged["rows"]] == ["TrivialAugmentWide", "brightness", "hue"]
+    assert [p["rows"] for p in merged["meta"]["parts"]] == [1, 2]
+    assert merged["meta"]["activity"]["samples"] == 20 and merged["meta"]["activity"]["samples_with_a_compiler"] == 1
+    assert merged["meta"]["timestamp_utc"] == "2026-01-01T00:05:00Z"
