@@ -265,8 +265,9 @@ def _native_case(n: int, lo: int, hi: int, crop: int, label: str, train: bool = 
         eager_expr=expr,
         compile_grids=(),  # 32 differently sized images: 32 graphs, minutes to compile on 2 cores
         # the jitter row rounds to uint8 before the colour ops (round half to even, tensorops half up): a pixel
-        # at an exact .5 may move a step, which brightness and contrast scale by up to 1.4 each
-        check_atol=(3 if jitter else 1) * ONE_STEP,
+        # at an exact .5 may move a step, which brightness, contrast and saturation scale by up to 1.4 each
+        # (2.7 steps) before each truncates (one more): the clean CI clone's quick run met 4 steps (1 in 640 values)
+        check_atol=(5 if jitter else 1) * ONE_STEP,
         requires=("tensorops.augment",) if jitter else (),
         notes="photo-like images in decode_jpeg's / PIL's layout; needs no torchvision"
               + ("; tensorops: uint8 resize, tensorops.augment's adjust_brightness, adjust_contrast, "

@@ -344,20 +344,19 @@ inline void affine_op(const augment::Sample& sm, const View& x, const Dest& y, i
         }
       } else {  // bilinear: weights, the north-west tap and the inside flags per column, then a gather per channel
         for (int64_t t = 0; t < m; ++t) {
-          float ix, iy, w4[4], x0, y0;
-          bool k4[4];
+          float ix, iy;
           augment::affine_source(tt, i, j0 + t, H, W, ix, iy);
-          augment::bilinear_taps(ix, iy, H, W, w4, x0, y0, k4);
-          wt[0][t] = w4[0];
-          wt[1][t] = w4[1];
-          wt[2][t] = w4[2];
-          wt[3][t] = w4[3];
-          tap_x[t] = static_cast<int32_t>(x0);
-          tap_y[t] = static_cast<int32_t>(y0);
-          ok[0][t] = k4[0];
-          ok[1][t] = k4[1];
-          ok[2][t] = k4[2];
-          ok[3][t] = k4[3];
+          const augment::Taps tp = augment::bilinear_taps(ix, iy, H, W);
+          wt[0][t] = tp.w0;
+          wt[1][t] = tp.w1;
+          wt[2][t] = tp.w2;
+          wt[3][t] = tp.w3;
+          tap_x[t] = static_cast<int32_t>(tp.x0);
+          tap_y[t] = static_cast<int32_t>(tp.y0);
+          ok[0][t] = tp.k0;
+          ok[1][t] = tp.k1;
+          ok[2][t] = tp.k2;
+          ok[3][t] = tp.k3;
         }
         // each tap's offset, 0 (a pixel that exists) where the tap is outside, where its weight is 0 instead:
         // v * 0 = 0 = 0 * w for the finite, non-negative values and weights here, so the sum is torchvision's
@@ -367,7 +366,6 @@ inline void affine_op(const augment::Sample& sm, const View& x, const Dest& y, i
           off[1][t] = ok[1][t] ? base + xsw : 0;
           off[2][t] = ok[2][t] ? base + xsh : 0;
           off[3][t] = ok[3][t] ? base + xsh + xsw : 0;
-          for (int q = 0; q < 4; ++q) wt[q][t] = ok[q][t] ? wt[q][t] : 0.f;
         }
         if (!padded.empty()) {  // AVX-512: 16 outputs at a time from the padded planes
           const uint8_t* oks[4] = {ok[0], ok[1], ok[2], ok[3]};
@@ -456,13 +454,13 @@ inline void mix_sample(const uint8_t* __restrict x, const uint8_t* const* a, int
   for (int64_t j0 = 0; j0 < per; j0 += kChunk) {
     const int64_t m = std::min(kChunk, per - j0);
     const float w0 = w[0];
-    for (int64_t t = 0; t < m; ++t) acc[t] = augment::mul_rn(w0, static_cast<float>(x[j0 + t]));
+    for (int64_t t = 0; t < m; ++t) acc[t] = augment::mix_first(w0, static_cast<float>(x[j0 + t]));
     for (int i = 0; i < k; ++i) {
       const uint8_t* __restrict ai = a[i] + offset + j0;
       const float wi = w[1 + i];
-      for (int64_t t = 0; t < m; ++t) acc[t] = augment::add_rn(acc[t], augment::mul_rn(wi, static_cast<float>(ai[t])));
+      for (int64_t t = 0; t < m; ++t) acc[t] = augment::mix_add(acc[t], wi, static_cast<float>(ai[t]));
     }
-    for (int64_t t = 0; t < m; ++t) y[j0 + t] = augment::to_u8(augment::clamp_to(acc[t], 0.f, 255.f));
+    for (int64_t t = 0; t < m; ++t) y[j0 + t] = augment::mix_end(acc[t]);
   }
 }
 

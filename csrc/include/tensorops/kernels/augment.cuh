@@ -29,6 +29,8 @@ struct AugmentImage {
 struct AugmentFill {
   bool has_fill;
   float v[3];
+  // channel c's fill by constant indices (a dynamic index would copy the parameter to local memory)
+  __device__ float at(int64_t c) const { return c == 0 ? v[0] : (c == 1 ? v[1] : v[2]); }
 };
 
 constexpr int kLutThreads = 256;
@@ -142,20 +144,20 @@ __global__ void augment_pixel_kernel(const Table table, const uint8_t* __restric
         const int64_t sx = inside ? static_cast<int64_t>(rx) : 0, sy = inside ? static_cast<int64_t>(ry) : 0;
         for (int64_t c = 0; c < g.C; ++c) {
           const float v = inside ? static_cast<float>(x[c * g.sc + sy * g.sh + sx * g.sw])
-                                 : (fill.has_fill ? fill.v[c] : 0.f);
+                                 : (fill.has_fill ? fill.at(c) : 0.f);
           y[c * g.oc] = augment::to_u8(augment::clamp_to(augment::round_even(v), 0.f, 255.f));
         }
       } else {
-        float wt[4], x0, y0;
-        bool ok[4];
-        augment::bilinear_taps(ix, iy, g.H, g.W, wt, x0, y0, ok);
-        const int64_t base = static_cast<int64_t>(y0) * g.sh + static_cast<int64_t>(x0) * g.sw;
-        const int64_t off[4] = {base, base + g.sw, base + g.sh, base + g.sh + g.sw};
+        const augment::Taps tp = augment::bilinear_taps(ix, iy, g.H, g.W);
+        const int64_t base = static_cast<int64_t>(tp.y0) * g.sh + static_cast<int64_t>(tp.x0) * g.sw;
+        const float mask = augment::add_rn(augment::add_rn(augment::add_rn(tp.w0, tp.w1), tp.w2), tp.w3);
         for (int64_t c = 0; c < g.C; ++c) {
-          const uint8_t* xc = x + c * g.sc;
-          float v[4];
-          for (int q = 0; q < 4; ++q) v[q] = ok[q] ? static_cast<float>(xc[off[q]]) : 0.f;
-          y[c * g.oc] = augment::bilinear_value(v, wt, ok, fill.has_fill, fill.has_fill ? fill.v[c] : 0.f);
+          const uint8_t* q = x + c * g.sc + base;  // taps outside: not read, value 0 (weight 0)
+          const float v0 = tp.k0 ? static_cast<float>(q[0]) : 0.f, v1 = tp.k1 ? static_cast<float>(q[g.sw]) : 0.f;
+          const float v2 = tp.k2 ? static_cast<float>(q[g.sh]) : 0.f;
+          const float v3 = tp.k3 ? static_cast<float>(q[g.sh + g.sw]) : 0.f;
+          y[c * g.oc] = augment::bilinear_finish(augment::bilinear_sum(v0, v1, v2, v3, tp.w0, tp.w1, tp.w2, tp.w3),
+                                                 mask, fill.has_fill, fill.has_fill ? fill.at(c) : 0.f);
         }
       }
     } else if (op == augment::kRot90 || op == augment::kRot180 || op == augment::kRot270) {
@@ -200,9 +202,12 @@ __global__ void augment_mix_kernel(const uint8_t* __restrict__ in, uint8_t* __re
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < total; p += step) {
     const int64_t n = p / per_sample;
-    float a[augment::kMaxMix];
-    for (int i = 0; i < k; ++i) a[i] = static_cast<float>(inputs.a[i][p]);
-    out[p] = augment::mix_value(weights + n * (1 + k), static_cast<float>(in[p]), a, k);
+    const float* w = weights + n * (1 + k);
+    float acc = augment::mix_first(w[0], static_cast<float>(in[p]));
+    TENSOROPS_UNROLL
+    for (int i = 0; i < augment::kMaxMix; ++i)  // fixed trip count, unrolled: no local copy of the pointers
+      if (i < k) acc = augment::mix_add(acc, w[1 + i], static_cast<float>(inputs.a[i][p]));
+    out[p] = augment::mix_end(acc);
   }
 }
 

@@ -278,27 +278,35 @@ TENSOROPS_HD float round_even(float v) {
 // grid_sample's bilinear taps at source (ix, iy) (ATen's CPU grid sampler: floor, distances w = x - floor(x),
 // e = 1 - w, n, s likewise, weights nw = s * e, ne = s * w, sw = n * e, se = n * w): the four weights, the
 // north-west tap (x0, y0) and whether each tap lies inside the image (zeros padding), all compared as floats
-// (exact: small integers), so that the caller's loop vectorizes.
-TENSOROPS_HD void bilinear_taps(float ix, float iy, int64_t h, int64_t w, float* wt, float& x0, float& y0,
-                                bool* ok) {
+// (exact: small integers), so that the caller's loop vectorizes; returned by value (no arrays for nvcc to spill).
+struct Taps {
+  float w0, w1, w2, w3;  // nw, ne, sw, se, zeroed where the tap lies outside the image
+  float x0, y0;          // the north-west tap
+  bool k0, k1, k2, k3;   // whether each tap lies inside
+};
+TENSOROPS_HD Taps bilinear_taps(float ix, float iy, int64_t h, int64_t w) {
   // coordinates beyond a pixel outside the image read only zeros (their weights then only matter for the fill mask,
   // which is 0 there either way): clamped so that the integer floor stays in range
   const float fw = static_cast<float>(w), fh = static_cast<float>(h);
   ix = clamp_to(ix, -2.f, fw + 1.f);
   iy = clamp_to(iy, -2.f, fh + 1.f);
-  x0 = floor_small(ix);
-  y0 = floor_small(iy);
-  const float we = sub_rn(ix, x0), ea = sub_rn(1.f, we), no = sub_rn(iy, y0), so = sub_rn(1.f, no);
-  wt[0] = mul_rn(so, ea);  // nw
-  wt[1] = mul_rn(so, we);  // ne
-  wt[2] = mul_rn(no, ea);  // sw
-  wt[3] = mul_rn(no, we);  // se
-  const bool xw_in = (x0 > -1.f) & (x0 < fw), xe_in = (x0 + 1.f > -1.f) & (x0 + 1.f < fw);
-  const bool yn_in = (y0 > -1.f) & (y0 < fh), ys_in = (y0 + 1.f > -1.f) & (y0 + 1.f < fh);
-  ok[0] = yn_in & xw_in;
-  ok[1] = yn_in & xe_in;
-  ok[2] = ys_in & xw_in;
-  ok[3] = ys_in & xe_in;
+  Taps t;
+  t.x0 = floor_small(ix);
+  t.y0 = floor_small(iy);
+  const float we = sub_rn(ix, t.x0), ea = sub_rn(1.f, we), no = sub_rn(iy, t.y0), so = sub_rn(1.f, no);
+  const bool xw_in = (t.x0 > -1.f) & (t.x0 < fw), xe_in = (t.x0 + 1.f > -1.f) & (t.x0 + 1.f < fw);
+  const bool yn_in = (t.y0 > -1.f) & (t.y0 < fh), ys_in = (t.y0 + 1.f > -1.f) & (t.y0 + 1.f < fh);
+  t.k0 = yn_in & xw_in;
+  t.k1 = yn_in & xe_in;
+  t.k2 = ys_in & xw_in;
+  t.k3 = ys_in & xe_in;
+  // a tap outside reads 0 in torch (0 * w); its weight is zeroed here instead (v * 0): the same +0 for the finite,
+  // non-negative values and weights of an image
+  t.w0 = t.k0 ? mul_rn(so, ea) : 0.f;
+  t.w1 = t.k1 ? mul_rn(so, we) : 0.f;
+  t.w2 = t.k2 ? mul_rn(no, ea) : 0.f;
+  t.w3 = t.k3 ? mul_rn(no, we) : 0.f;
+  return t;
 }
 
 // The bilinear sum of the taps' values and weights as torch 2.14's CPU grid_sample rounds it: the first product,
@@ -315,22 +323,12 @@ TENSOROPS_HD uint8_t bilinear_finish(float out, float mask, bool has_fill, float
   return to_u8(clamp_to(round_even(out), 0.f, 255.f));
 }
 
-// The bilinear value from the taps' values (0 outside) and flags.
-TENSOROPS_HD uint8_t bilinear_value(const float* v, const float* wt, const bool* ok, bool has_fill, float fill) {
-  const float out = bilinear_sum(v[0], v[1], v[2], v[3], wt[0], wt[1], wt[2], wt[3]);
-  const float mask = add_rn(add_rn(add_rn(ok[0] ? wt[0] : 0.f, ok[1] ? wt[1] : 0.f), ok[2] ? wt[2] : 0.f),
-                            ok[3] ? wt[3] : 0.f);
-  return bilinear_finish(out, mask, has_fill, fill);
-}
-
 // AugMix's mix of one element: w[0] * x, then + w[k] * a_k for each chain, each product and sum rounded (v2:
 // `mix = m0 * batch; mix.add_(w_i * aug_i)`), then .to(uint8).
 constexpr int kMaxMix = 8;  // chains per call
-TENSOROPS_HD uint8_t mix_value(const float* w, float x, const float* a, int k) {
-  float acc = mul_rn(w[0], x);
-  for (int i = 0; i < k; ++i) acc = add_rn(acc, mul_rn(w[1 + i], a[i]));
-  return to_u8(clamp_to(acc, 0.f, 255.f));
-}
+TENSOROPS_HD float mix_first(float w0, float x) { return mul_rn(w0, x); }
+TENSOROPS_HD float mix_add(float acc, float w, float a) { return add_rn(acc, mul_rn(w, a)); }
+TENSOROPS_HD uint8_t mix_end(float acc) { return to_u8(clamp_to(acc, 0.f, 255.f)); }
 
 // torch.rot90(k, dims=(-2, -1)) as an index map: output (i, j) reads input (si, sj).
 TENSOROPS_HD void rot_source(int32_t op, int64_t i, int64_t j, int64_t h, int64_t w, int64_t& si, int64_t& sj) {
