@@ -866,6 +866,7 @@ def test_recipes_time_both_paths_of_both_recipes(tmp_path, monkeypatch):
 
 
 def test_augment_only_selects_rows_by_name_group_or_name_without_arguments():
+    pytest.importorskip("torchvision", reason="benchmarks.augment's rows are built from torchvision's functions")
     from benchmarks import augment
 
     assert augment.select("policies") == [p.name for p in augment.policies()]
