@@ -24,8 +24,8 @@ Three paths per recipe, each a DataLoader over the same files with the same numb
   reads into a uint8 batch (``ResizedCropMirrorNormalizeCollate(dtype=uint8)``), runs the policy on the batch
   (its ``augment=`` argument where the collate has one; until then a wrapper collate applies the same callable
   after it: the row's ``augment_in``), then ``tensorops.normalize``, RandomErasing and MixUp / CutMix of
-  ``tensorops.augment`` on the batch; recipe (b)'s policy from timm's string where ``tensorops.augment.timm``
-  parses it.
+  ``tensorops.augment`` on the batch, in place (``inplace=True``: the collate's batch is fresh, nothing else holds
+  it); recipe (b)'s policy from timm's string where ``tensorops.augment.timm`` parses it.
 
 A round times one epoch (``--epoch`` images, cycling over the files) of every path of a recipe, interleaved in
 alternating order; the ratio is torchvision's epoch time over the path's, per round. CPU time is the user +
@@ -163,9 +163,12 @@ class TopsCollate:
         else:
             self.collate = ResizedCropMirrorNormalizeCollate(recipe["crop"], None, None, train=True,
                                                              dtype=torch.uint8)
-        self.erase = _need(find, "RandomErasing")(p=recipe["erase_p"], value=recipe["erase_value"])
-        self.mix = v2.RandomChoice([_need(find, "MixUp")(alpha=recipe["mixup"], num_classes=NUM_CLASSES),
-                                    _need(find, "CutMix")(alpha=recipe["cutmix"], num_classes=NUM_CLASSES)])
+        # in place: the collate's float batch is fresh and nothing else holds it (only the boxes are written, MixUp
+        # mixes sample by sample: no batch-sized temporaries)
+        self.erase = _need(find, "RandomErasing")(p=recipe["erase_p"], value=recipe["erase_value"], inplace=True)
+        self.mix = v2.RandomChoice([
+            _need(find, "MixUp")(alpha=recipe["mixup"], num_classes=NUM_CLASSES, inplace=True),
+            _need(find, "CutMix")(alpha=recipe["cutmix"], num_classes=NUM_CLASSES, inplace=True)])
 
     def __call__(self, samples: Sequence[Tuple[Any, Any]]) -> Tuple[torch.Tensor, torch.Tensor]:
         x, labels = self.collate(samples)
@@ -336,7 +339,7 @@ def run(grid: str = "quick", recipes: Sequence[str] = ("a", "b"), images: str = 
                           "the policy, then PILToTensor",
                   TOPS: "file bytes to the collate: decode into a uint8 batch where each box reads, the policy on "
                         "the batch, tensorops.normalize, RandomErasing, RandomChoice([MixUp, CutMix]) of "
-                        "tensorops.augment"},
+                        "tensorops.augment (in place on the collate's fresh batch: inplace=True)"},
     }
     return {"meta": meta, "rows": rows}
 

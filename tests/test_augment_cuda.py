@@ -83,7 +83,7 @@ def test_affine_on_cuda_equals_the_cpu_kernel(device, interpolation):
 def test_mixed_batch_and_erase_on_cuda(device):
     b = photos(device, n=70)  # more than the 64 samples the kernel's parameters hold: the uploaded table
     ops = torch.arange(70) % len(A.OPS)
-    mags = torch.tensor([[0, 1.3, 0.7, 1.5, 0.2, 2.0, 4, 128, 0, 0, 0, 0, 10, -10, 5, -5, 20][int(o)] for o in ops],
+    mags = torch.tensor([[0, 1.3, 0.7, 1.5, 0.2, 2.0, 4, 128, 0, 0, 0, 0, 10, -10, 5, -5, 20, 70][int(o)] for o in ops],
                         dtype=torch.float64)
     got = A.apply_ops(b, ops, mags)
     want = A.apply_ops(b.cpu(), ops, mags)

@@ -488,6 +488,8 @@ def _apply_ops_reference(F, name: str, im: torch.Tensor, m: float, interpolation
         return getattr(F, name)(im)
     if name == "grayscale":
         return F.rgb_to_grayscale(im, im.shape[0])
+    if name == "solarize_add":  # timm only: its Pillow table written as torch ops (no torchvision twin)
+        return torch.where(im < 128, (im.to(torch.int16) + int(m)).clamp(max=255).to(U8), im)
     if name == "rotate":
         return F.rotate(im, m, interpolation=interpolation, fill=fill)
     kw = dict(interpolation=interpolation, fill=fill)
@@ -502,7 +504,7 @@ def _apply_ops_reference(F, name: str, im: torch.Tensor, m: float, interpolation
 MAGNITUDES = {"identity": 0.0, "brightness": 1.6, "contrast": 0.3, "saturation": 1.9, "hue": -0.3, "sharpness": 0.1,
               "posterize": 3.0, "solarize": 128.0, "autocontrast": 0.0, "equalize": 0.0, "invert": 0.0,
               "grayscale": 0.0, "shear_x": 17.0, "shear_y": -9.5, "translate_x": 4.0, "translate_y": -7.0,
-              "rotate": 90.0}
+              "rotate": 90.0, "solarize_add": 70.0}
 GEOMETRIC = {"shear_x", "shear_y", "translate_x", "translate_y", "rotate"}
 
 
@@ -622,6 +624,8 @@ def test_mix_of_an_empty_batch(device):
     (lambda x: A.apply_ops(x, torch.tensor([0, 99]), torch.zeros(2)), ValueError, r"\bops of sample 1\b"),
     (lambda x: A.apply_ops(x, torch.tensor([6, 6]), torch.tensor([2.0, 2.5])), ValueError,
      r"magnitudes \(posterize\) of sample 1\b"),
+    (lambda x: A.apply_ops(x, torch.full((2,), OPS.index("solarize_add")), torch.tensor([2.0, 256.0])), ValueError,
+     r"magnitudes \(solarize_add\) of sample 1\b"),
     (lambda x: A.rgb_to_grayscale(x, 2), ValueError, r"\bnum_output_channels\b"),
 ])
 def test_bad_arguments_are_named(call, exc, match):

@@ -344,27 +344,49 @@ def test_random_grayscale_replays_and_keeps_channels(batch):
 # RandomErasing
 # ------------------------------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("inplace", [False, True])
 @pytest.mark.parametrize("kwargs", [{}, {"value": (10, 200, 30)}, {"value": "random"}, {"mode": "pixel"},
                                     {"mode": "rand"}, {"value": 7, "scale": (0.1, 0.5), "ratio": (0.5, 2.0)}])
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
-def test_random_erasing_replays_v2s_erase(kwargs, dtype):
+def test_random_erasing_replays_v2s_erase(kwargs, dtype, inplace):
     for b in (_rand_u8((8, 3, 17, 23), 29), _rand_u8((8, 1, 17, 23), 30)):
         if "value" in kwargs and isinstance(kwargs["value"], tuple) and b.shape[1] == 1:
             continue
         batch = b if dtype == torch.uint8 else b.float() / 255
-        t = A.RandomErasing(p=0.7, generator=gen(31), **kwargs)
+        t = A.RandomErasing(p=0.7, generator=gen(31), inplace=inplace, **kwargs)
         params = t.make_params(batch)
         boxes, value = params["boxes"], params["value"]
-        out = t.transform(batch, params)
+        given = batch.clone()
+        out = t.transform(given, params)
+        # inplace: the given batch is the output; otherwise it is left as it was
+        assert (out is given) if inplace else torch.equal(given, batch)
+        c, start = batch.shape[1], 0
         for n in range(batch.shape[0]):
             i, j, h, w = boxes[n].tolist()
             if h == 0:
                 assert torch.equal(out[n], batch[n])
                 continue
-            v = value[n, :, i:i + h, j:j + w] if value.ndim == 4 else value[n].to(batch.dtype)[:, None, None]
-            if value.ndim == 4 and dtype == torch.float32:
-                assert v.std() > 0.5  # standard normal noise, as v2's "random" and timm's "pixel"
+            if value.ndim == 1:  # pixel noise: the erased boxes' (C, h, w) one after another
+                v = value[start:start + c * h * w].view(c, h, w)
+                start += c * h * w
+                if dtype == torch.float32:
+                    assert v.std() > 0.5  # standard normal noise, as v2's "random" and timm's "pixel"
+            else:
+                v = value[n].to(batch.dtype)[:, None, None]
             assert torch.equal(out[n], F.erase(batch[n], i, j, h, w, v))
+        assert start == (value.numel() if value.ndim == 1 else 0)
+
+
+def test_random_erasing_takes_a_batch_shaped_value_and_names_a_short_one():
+    batch = _rand_u8((4, 3, 9, 9), 35).float()
+    t = A.RandomErasing(p=1.0, value="random", generator=gen(36))
+    params = t.make_params(batch)
+    full = torch.randn(batch.shape, generator=gen(37))
+    out = t.transform(batch, {"boxes": params["boxes"], "value": full})
+    for n, (i, j, h, w) in enumerate(params["boxes"].tolist()):
+        assert torch.equal(out[n], F.erase(batch[n], i, j, h, w, full[n, :, i:i + h, j:j + w]))
+    with pytest.raises(ValueError, match=r"params\['value'\] holds"):
+        t.transform(batch, {"boxes": params["boxes"], "value": params["value"][1:]})
 
 
 def test_random_erasing_noise_on_uint8_is_uniform_bytes():
@@ -372,16 +394,11 @@ def test_random_erasing_noise_on_uint8_is_uniform_bytes():
     rand = A.RandomErasing(1.0, mode="rand", generator=gen(33)).make_params(batch)["value"]
     assert rand.shape == (400, 3) and rand.min() == 0 and rand.max() == 255 and abs(rand.mean() - 127.5) < 5
     p = A.RandomErasing(1.0, value="random", generator=gen(34)).make_params(batch)
-    pixel = p["value"]
-    assert pixel.dtype == torch.uint8 and pixel.shape == batch.shape
-    erased = p["boxes"][:, 2] > 0
-    # noise is drawn inside the boxes only (the rest of the value is never read)
-    rows = torch.arange(16)
+    noise = p["value"]
     b = p["boxes"]
-    inside = (((rows[None, :] >= b[:, :1]) & (rows[None, :] < b[:, :1] + b[:, 2:3]))[:, :, None]
-              & ((rows[None, :] >= b[:, 1:2]) & (rows[None, :] < b[:, 1:2] + b[:, 3:4]))[:, None, :])
-    noise = pixel.permute(1, 0, 2, 3)[:, inside]
-    assert bool(erased.any()) and abs(noise.double().mean() - 127.5) < 1 and len(torch.unique(noise)) == 256
+    # noise is drawn for the boxes' pixels only: C * sum(h * w) bytes, uniform
+    assert noise.dtype == torch.uint8 and noise.numel() == 3 * int((b[:, 2] * b[:, 3]).sum()) > 0
+    assert abs(noise.double().mean() - 127.5) < 1 and len(torch.unique(noise)) == 256
 
 
 def test_random_erasing_boxes_follow_v2s_get_params():
@@ -453,6 +470,29 @@ def test_cutmix_per_batch_is_v2s_cutmix(dtype):
         p = {"box": (x1, y1, x1 + w, y1 + h), "lam_adjusted": lam, "labels": labels, "batch_size": 8}
         assert torch.equal(t.transform(batch, params), ref.transform(batch, p))
         assert torch.equal(t.transform_labels(labels, params), ref.transform(labels, p))
+
+
+@pytest.mark.parametrize("per_sample", [False, True])
+@pytest.mark.parametrize("n", [1, 2, 7, 8])
+@pytest.mark.parametrize("cls", ["MixUp", "CutMix"])
+def test_mix_inplace_writes_the_same_values_into_the_given_batch(cls, n, per_sample):
+    """inplace=True walks the pairing's cycles (one sample saved per cycle): the values of the copying path, which
+    the tests above hold to v2 and timm; a partner that is not a permutation goes the copying way."""
+    batch = torch.rand(n, 3, 13, 17, generator=gen(60 + n))
+    t = getattr(A, cls)(alpha=0.7, num_classes=4, per_sample=per_sample, generator=gen(61))
+    params = t.make_params(batch)
+    want = t.transform(batch, params)
+    inplace = getattr(A, cls)(alpha=0.7, num_classes=4, per_sample=per_sample, inplace=True)
+    given = batch.clone()
+    out = inplace.transform(given, params)
+    assert out is given and torch.equal(out, want)
+    if cls == "MixUp" and not per_sample:
+        rolled = {"lam": params["lam"], "partner": torch.arange(n).roll(1)}
+        ref = v2.MixUp(alpha=0.7, num_classes=4)
+        assert torch.equal(inplace.transform(batch.clone(), rolled),
+                           ref.transform(batch, {"lam": float(params["lam"][0]), "labels": None, "batch_size": n}))
+        odd = {"lam": params["lam"], "partner": torch.zeros(n, dtype=torch.int64)}  # not a permutation
+        assert torch.equal(inplace.transform(batch.clone(), odd), t.transform(batch, odd))
 
 
 def test_cutmix_boxes_are_v2s_make_params_of_the_same_draws(monkeypatch):

@@ -41,6 +41,11 @@ inline void row_pointwise(const augment::Sample& sm, const uint8_t* __restrict x
       for (int64_t j = 0; j < n; ++j) y[j] = static_cast<float>(x[j]) >= t ? static_cast<uint8_t>(255 - x[j]) : x[j];
       break;
     }
+    case augment::kSolarizeAdd: {
+      const int a = sm.ival;
+      for (int64_t j = 0; j < n; ++j) y[j] = augment::solarize_add(x[j], a);
+      break;
+    }
     case augment::kInvert:
       for (int64_t j = 0; j < n; ++j) y[j] = static_cast<uint8_t>(255 - x[j]);
       break;
@@ -416,7 +421,7 @@ inline void apply_sample(const augment::Sample& sm, const View& x, const Dest& y
                                          op == augment::kGrayscale);
   if (op == augment::kIdentity || colour_on_gray) {
     copy_image(x, y, C, H, W);  // torchvision returns a 1-channel image as it is for these
-  } else if (augment::is_lut_op(op) || op == augment::kEqualize) {
+  } else if (augment::is_lut_op(op)) {
     lut_op(sm, x, y, C, H, W);
   } else if (op == augment::kSaturation || op == augment::kHue || op == augment::kGrayscale) {
     rgb_op(sm, x, y, H, W);

@@ -123,6 +123,11 @@ Setup setup_apply(const at::Tensor& self, const at::Tensor& ops, const at::Tenso
                               ": threshold must be at most 255 (uint8's maximum), got ", m);
         sm.f0 = static_cast<float>(m);
         break;
+      case augment::kSolarizeAdd:
+        TENSOROPS_CHECK_VALUE(m >= 0 && m <= 255 && m == std::floor(m), "params", "sample ", n,
+                              ": addend must be an integer in [0, 255], got ", m);
+        sm.ival = static_cast<int32_t>(m);
+        break;
       case augment::kAffine: {
         TENSOROPS_CHECK_VALUE(q[kScale] > 0, "params", "sample ", n, ": scale must be positive, got ", q[kScale]);
         double mat[6];

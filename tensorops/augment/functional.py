@@ -33,18 +33,19 @@ Fill = Optional[Union[float, int, Sequence[float]]]
 # The ops one round of apply_ops draws from (the policies map torchvision's names onto these).
 OPS = ("identity", "brightness", "contrast", "saturation", "hue", "sharpness", "posterize", "solarize",
        "autocontrast", "equalize", "invert", "grayscale", "shear_x", "shear_y", "translate_x", "translate_y",
-       "rotate")
+       "rotate", "solarize_add")
 
 # kernel op codes (csrc/include/tensorops/math/augment.h)
 _IDENTITY, _BRIGHTNESS, _CONTRAST, _SATURATION, _HUE, _SHARPNESS, _POSTERIZE, _SOLARIZE = range(8)
-_AUTOCONTRAST, _EQUALIZE, _INVERT, _GRAYSCALE, _AFFINE, _ROT90, _ROT180, _ROT270 = range(8, 16)
+_AUTOCONTRAST, _EQUALIZE, _INVERT, _GRAYSCALE, _AFFINE, _ROT90, _ROT180, _ROT270, _SOLARIZE_ADD = range(8, 17)
 # params columns (csrc/include/tensorops/augment_host.h)
 _M, _ANGLE, _TX, _TY, _SCALE, _SHX, _SHY, _CX, _CY = range(9)
 _NPARAMS = 9
 
 # OPS index -> kernel code (geometric ops are affine; rotate's exact quarter turns are decided per sample)
 _CODE = torch.tensor([_IDENTITY, _BRIGHTNESS, _CONTRAST, _SATURATION, _HUE, _SHARPNESS, _POSTERIZE, _SOLARIZE,
-                      _AUTOCONTRAST, _EQUALIZE, _INVERT, _GRAYSCALE, _AFFINE, _AFFINE, _AFFINE, _AFFINE, _AFFINE])
+                      _AUTOCONTRAST, _EQUALIZE, _INVERT, _GRAYSCALE, _AFFINE, _AFFINE, _AFFINE, _AFFINE, _AFFINE,
+                      _SOLARIZE_ADD])
 _INTERPOLATION = {"nearest": 0, "bilinear": 1}
 
 
@@ -171,6 +172,8 @@ def _fallback(batch, codes, params, interpolation, fill):
             r = F.invert(img)
         elif c == _GRAYSCALE:
             r = F.rgb_to_grayscale(img, num_output_channels=img.shape[0]) if img.shape[0] == 3 else img.clone()
+        elif c == _SOLARIZE_ADD:
+            r = solarize_add_reference(img, int(m))
         elif c == _AFFINE:
             h, w = img.shape[-2:]
             center = [p[_CX] + w * 0.5, p[_CY] + h * 0.5]
@@ -183,6 +186,13 @@ def _fallback(batch, codes, params, interpolation, fill):
     if batch.is_contiguous(memory_format=torch.channels_last) and not batch.is_contiguous():
         result = result.contiguous(memory_format=torch.channels_last)
     return result
+
+
+def solarize_add_reference(image: torch.Tensor, addend: int) -> torch.Tensor:
+    """timm's ``solarize_add`` (Pillow's table: values below 128 raised by ``addend``, saturated at 255) in torch
+    ops; apply_ops' "solarize_add" (timm only, torchvision has no twin)."""
+    raised = (image.to(torch.int16) + addend).clamp_(max=255).to(torch.uint8)
+    return torch.where(image < 128, raised, image)
 
 
 def _one(batch: torch.Tensor, code: int, magnitude: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -412,7 +422,8 @@ def apply_ops(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, 
     shear_x / shear_y the shear in degrees (as ``v2.functional.affine(angle=0, translate=[0, 0], scale=1,
     shear=[deg, 0] or [0, deg], center=[0, 0])``, what AutoAugment's ShearX / ShearY run), translate_x /
     translate_y pixels (``affine(translate=[t, 0] or [0, t])`` about the centre), rotate degrees
-    (``v2.functional.rotate``); the others ignore it. ``grayscale`` keeps C channels. interpolation and fill
+    (``v2.functional.rotate``), solarize_add the addend (timm's SolarizeAdd, an integer in [0, 255]: values below
+    128 raised by it, saturated); the others ignore it. ``grayscale`` keeps C channels. interpolation and fill
     apply to the geometric samples.
 
     ops and magnitudes may also be (N, K): K ops per sample, applied in order in one call (the CPU keeps each
@@ -460,7 +471,8 @@ def apply_ops(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, 
                          ("saturation", m >= 0, "is not non-negative"), ("sharpness", m >= 0, "is not non-negative"),
                          ("hue", (m >= -0.5) & (m <= 0.5), "is not in [-0.5, 0.5]"),
                          ("posterize", (m >= 0) & (m <= 8) & (m == m.floor()), "is not an integer in [0, 8]"),
-                         ("solarize", m <= 255, "is not <= 255")):
+                         ("solarize", m <= 255, "is not <= 255"),
+                         ("solarize_add", (m >= 0) & (m <= 255) & (m == m.floor()), "is not an integer in [0, 255]")):
         sel = o == name[op]
         _require(ok | ~sel, f"magnitudes ({op})", what, m, per=k)
     if ops.dim() == 2:

@@ -28,8 +28,8 @@ to 90: whole-pixel offsets are equal). In detail:
   ``-p``.
 * Posterize, Solarize, Invert, Equalize: the same per-pixel lookup in both (Solarize's threshold 256, timm's
   "off", is Identity here because torchvision refuses thresholds above 255).
-* SolarizeAdd (timm only, no torchvision twin): ``x < 128 ? min(255, x + add) : x``, applied here with torch
-  pointwise ops on the samples that drew it (it is not one of ``apply_ops``' ops).
+* SolarizeAdd (timm only, no torchvision twin): ``x < 128 ? min(255, x + add) : x``, ``apply_ops``'
+  "solarize_add" (a table op of the kernels, like solarize).
 
 timm's fill for geometric ops is ``hparams["img_mean"]``, the dataset mean in uint8 ((124, 116, 104) for
 ImageNet's mean, which ``create_transform`` passes); 1-channel batches use 128 (timm's default grey).
@@ -65,7 +65,7 @@ __all__ = ["from_timm_string", "TimmRandAugment", "TimmAutoAugment", "TimmAugMix
 _LEVEL_DENOM = 10.0
 _IMAGENET_MEAN_U8 = (124, 116, 104)  # tuple(min(255, round(255 * x)) for x in (0.485, 0.456, 0.406))
 
-# timm name -> (apply_ops op or "solarize_add", level kind)
+# timm name -> (apply_ops op, level kind)
 _TIMM_OPS: Dict[str, Tuple[str, str]] = {
     "Identity": ("identity", "none"),
     "AutoContrast": ("autocontrast", "none"),
@@ -231,7 +231,8 @@ class _TimmBase(_Batched):
         return list(self.hparams.get("img_mean", _IMAGENET_MEAN_U8)) if channels == 3 else 128
 
     def _round(self, batch: torch.Tensor, ops: torch.Tensor, args: torch.Tensor) -> torch.Tensor:
-        """One op per sample: ``op_names[ops[i]]`` with timm argument ``args[i]``."""
+        """``op_names[ops[i, k]]`` with timm argument ``args[i, k]`` (ops and args (N,) or (N, K): K ops per sample
+        in order), in one ``apply_ops`` call."""
         n, c, h, w = batch.shape
         names = [_TIMM_OPS[name][0] for name in self.op_names]
         apply_index = torch.tensor([_AF.OPS.index(o) if o in _AF.OPS else 0 for o in names], dtype=torch.int64)
@@ -239,7 +240,7 @@ class _TimmBase(_Batched):
         out_args = torch.zeros_like(args)
         for kind in set(self._kinds):
             sel = torch.isin(ops, torch.tensor([i for i, k in enumerate(self._kinds) if k == kind], dtype=torch.int64))
-            if not bool(sel.any()) or kind in ("none", "solarize_add"):
+            if kind == "none" or not bool(sel.any()):
                 continue
             a = args[sel]
             if kind == "shear":
@@ -250,21 +251,13 @@ class _TimmBase(_Batched):
                 out_args[sel] = -torch.trunc(a * torch.where(is_x, float(w), float(h)))
             elif kind == "translate_abs":
                 out_args[sel] = -torch.trunc(a)
-            elif kind.startswith("solarize"):
-                over = a > 255  # timm's threshold 256 inverts nothing: Identity
-                out_args[sel] = a
-                idx = sel.nonzero()[:, 0][over]
-                op[idx] = _AF.OPS.index("identity")
+            elif kind.startswith("solarize") and kind != "solarize_add":
+                out_args[sel] = torch.where(a > 255, 0.0, a)
+                # timm's threshold 256 inverts nothing: Identity
+                op[sel] = torch.where(a > 255, _AF.OPS.index("identity"), op[sel])
             else:
                 out_args[sel] = a
-        out = _round(batch, op, out_args, self.interpolation, self._fill_for(c))
-        add_sel = torch.tensor([k == "solarize_add" for k in self._kinds])[ops]
-        if bool(add_sel.any()):
-            add = torch.where(add_sel, args, torch.zeros_like(args)).to(torch.int16).to(batch.device)
-            x = out.to(torch.int16)
-            added = torch.clamp(x + add.reshape(n, 1, 1, 1), max=255)
-            out = torch.where(out < 128, added, x).to(torch.uint8)
-        return out
+        return _round(batch, op, out_args, self.interpolation, self._fill_for(c))
 
     def transform(self, batch: torch.Tensor, params: Params) -> torch.Tensor:
         name = type(self).__name__
@@ -276,9 +269,7 @@ class _TimmBase(_Batched):
             raise ValueError(f"{name}: params['ops'] and params['magnitudes'] must have the same shape")
         if ops.numel() and (int(ops.min()) < 0 or int(ops.max()) >= len(self.op_names)):
             raise ValueError(f"{name}: params['ops'] must index op_names (0..{len(self.op_names) - 1})")
-        out = batch
-        for k in range(ops.shape[1]):
-            out = self._round(out, ops[:, k], mags[:, k])
+        out = self._round(batch, ops, mags)  # every sample's ops in order, one call
         return out.clone() if out is batch else out
 
 
@@ -437,9 +428,7 @@ class TimmAugMix(_TimmBase):
         w = weights.to(batch.device)
         mixed = torch.zeros_like(batch, dtype=torch.float32)
         for i in range(ops.shape[1]):
-            aug = batch
-            for s in range(ops.shape[2]):
-                aug = self._round(aug, ops[:, i, s], mags[:, i, s])
+            aug = self._round(batch, ops[:, i], mags[:, i])
             mixed += w[:, i].reshape(dims) * aug.to(torch.float32)
         mixed = mixed.clamp_(0.0, 255.0).to(torch.uint8).to(torch.float32)
         x = batch.to(torch.float32)

@@ -138,16 +138,6 @@ def _map_values(values: torch.Tensor, fn: Callable[[float], float]) -> torch.Ten
     return out
 
 
-def _box_mask(boxes: torch.Tensor, height: int, width: int, device: torch.device) -> torch.Tensor:
-    """bool (N, 1, H, W): True inside each sample's (i, j, h, w) box."""
-    b = boxes.to(device)
-    rows = torch.arange(height, device=device)
-    cols = torch.arange(width, device=device)
-    in_rows = (rows[None, :] >= b[:, 0:1]) & (rows[None, :] < b[:, 0:1] + b[:, 2:3])
-    in_cols = (cols[None, :] >= b[:, 1:2]) & (cols[None, :] < b[:, 1:2] + b[:, 3:4])
-    return (in_rows[:, :, None] & in_cols[:, None, :])[:, None]
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # auto-augment family
 # ----------------------------------------------------------------------------------------------------------------
@@ -775,8 +765,13 @@ class RandomErasing(_Batched):
           batches, standard normal on float batches.
 
     Params: ``boxes`` int64 (N, 4) = (i, j, h, w) (h = w = 0: untouched); ``value``: float64 (N, C) for "const"
-    and "rand", or a tensor shaped like the batch (its dtype) for "pixel", whose pixels inside each box are
-    written.
+    and "rand"; for "pixel" a 1-D tensor of the batch's dtype holding the noise of the erased boxes one after
+    another in sample order, each box's (C, h, w) values row-major (``transform`` also takes a batch-shaped
+    value, whose pixels inside each box are written).
+
+    ``inplace=True`` (torchvision's argument) writes the boxes into the given batch and returns it: only the
+    erased pixels are written, no copy of the batch is made (for a batch nothing else holds, e.g. a collate's
+    fresh output).
 
     Shapes: batch uint8 (N, C, H, W), C in {1, 3} (through ``tensorops.augment.erase``), or a floating batch of
     any C (torch ops).
@@ -786,7 +781,7 @@ class RandomErasing(_Batched):
     """
 
     def __init__(self, p: float = 0.5, scale: Sequence[float] = (0.02, 0.33), ratio: Sequence[float] = (0.3, 3.3),
-                 value: Union[float, Sequence[float], str] = 0.0, mode: str = "const", *,
+                 value: Union[float, Sequence[float], str] = 0.0, mode: str = "const", inplace: bool = False, *,
                  generator: Optional[torch.Generator] = None) -> None:
         super().__init__(generator)
         if not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
@@ -818,6 +813,7 @@ class RandomErasing(_Batched):
         self.ratio = (float(ratio[0]), float(ratio[1]))
         self.value = values
         self.mode = mode
+        self.inplace = bool(inplace)
         self._log_ratio = torch.log(torch.tensor(self.ratio))  # float32, as v2
 
     def make_params(self, batch: torch.Tensor, generator: Optional[torch.Generator] = None) -> Params:
@@ -853,15 +849,11 @@ class RandomErasing(_Batched):
             value = (torch.randint(0, 256, (n, c), generator=g) if u8 else torch.randn((n, c), generator=g))
             value = value.to(torch.float64)
         else:
-            # noise drawn for the erased pixels only (a whole batch of noise cost 0.5 ms/image on floats),
-            # laid into a batch-shaped value: zeros outside the boxes, which are never read
-            # (a draw per erased sample, of its box's size: boolean-mask assignment of one draw cost more than the
-            # whole batch of noise)
-            value = torch.zeros((n, c, height, width), dtype=batch.dtype)
-            for k, (bi, bj, bh, bw) in zip(found.nonzero()[:, 0].tolist(), boxes[found].tolist()):
-                value[k, :, bi:bi + bh, bj:bj + bw] = (
-                    torch.randint(0, 256, (c, bh, bw), generator=g, dtype=torch.uint8) if u8
-                    else torch.randn((c, bh, bw), generator=g).to(batch.dtype))
+            # noise for the erased pixels only, in one draw: the boxes' (C, h, w) one after another (a batch-shaped
+            # value cost 0.5 ms/image on floats: a whole batch allocated, written and read)
+            count = c * int((boxes[:, 2] * boxes[:, 3]).sum())
+            value = (torch.randint(0, 256, (count,), generator=g, dtype=torch.uint8) if u8
+                     else torch.randn((count,), generator=g).to(batch.dtype))
         return {"boxes": boxes, "value": value}
 
     def transform(self, batch: torch.Tensor, params: Params) -> torch.Tensor:
@@ -870,30 +862,60 @@ class RandomErasing(_Batched):
         n = batch.shape[0]
         boxes = _check_rows(params, "boxes", n, "RandomErasing", ndim=2, dtype=torch.int64)
         value = params.get("value")
-        if not isinstance(value, torch.Tensor) or value.shape[0] != n or value.ndim not in (2, 4):
-            raise ValueError("RandomErasing: params['value'] must be (N, C) or shaped like the batch")
+        c = batch.shape[1]
+        if not isinstance(value, torch.Tensor) or value.ndim not in (1, 2, 4) or (value.ndim > 1
+                                                                                and value.shape[0] != n):
+            raise ValueError("RandomErasing: params['value'] must be (N, C), the boxes' noise (1-D) or shaped like "
+                             "the batch")
         if value.ndim == 4 and value.shape != batch.shape:
             raise ValueError(f"RandomErasing: params['value'] {tuple(value.shape)} must be shaped like the batch "
                              f"{tuple(batch.shape)}")
-        return _paste(batch, boxes, value)
+        if value.ndim == 1:
+            count = c * int((boxes[:, 2] * boxes[:, 3]).sum())
+            if value.numel() != count:
+                raise ValueError(f"RandomErasing: params['value'] holds {value.numel()} noise values, the boxes "
+                                 f"need C * sum(h * w) = {count}")
+        return _paste(batch, boxes, value, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"p={self.p}, scale={self.scale}, ratio={self.ratio}, value={self.value}, mode={self.mode!r}"
+        return (f"p={self.p}, scale={self.scale}, ratio={self.ratio}, value={self.value}, mode={self.mode!r}, "
+                f"inplace={self.inplace}")
 
 
-def _paste(batch: torch.Tensor, boxes: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
-    """Write ``value`` (N, C) or batch-shaped into each sample's box: ``erase`` on uint8, torch ops on floats."""
-    if batch.dtype == torch.uint8:
-        v = value.to(batch.device) if value.ndim == 4 else value
-        return _AF.erase(batch, boxes.cpu(), v)
-    mask = _box_mask(boxes, batch.shape[2], batch.shape[3], batch.device)
-    if value.ndim == 2:
-        value = value.to(device=batch.device, dtype=batch.dtype)[:, :, None, None]
-    else:
-        value = value.to(device=batch.device, dtype=batch.dtype)
-    out = torch.where(mask, value, batch)
+def _fresh_copy(batch: torch.Tensor) -> torch.Tensor:
+    """A copy of ``batch`` in its own layout (channels_last stays channels_last)."""
     if batch.is_contiguous(memory_format=torch.channels_last) and not batch.is_contiguous():
-        out = out.contiguous(memory_format=torch.channels_last)  # keep the input's layout
+        return batch.clone(memory_format=torch.channels_last)
+    return batch.clone(memory_format=torch.contiguous_format) if batch.is_contiguous() else batch.clone()
+
+
+def _paste(batch: torch.Tensor, boxes: torch.Tensor, value: torch.Tensor, inplace: bool = False) -> torch.Tensor:
+    """Write ``value`` into each sample's box (i, j, h, w): (N, C) per-channel values, batch-shaped values, or the
+    boxes' values one after another (1-D, each box's (C, h, w) row-major). ``inplace``: into ``batch``; otherwise
+    into a copy. uint8 with (N, C) values: ``tensorops.augment.erase`` (one call); otherwise box by box, over the
+    erased samples only (no pass over the rest of the batch)."""
+    if batch.dtype == torch.uint8 and value.ndim == 2 and not inplace:
+        return _AF.erase(batch, boxes.cpu(), value)
+    out = batch if inplace else _fresh_copy(batch)
+    rows = boxes.cpu()
+    erased = (rows[:, 2] > 0) & (rows[:, 3] > 0)
+    if not bool(erased.any()):
+        return out
+    c = batch.shape[1]
+    if value.ndim == 2:
+        value = value.to(device=batch.device, dtype=batch.dtype)
+    elif value.ndim == 1:
+        value = value.to(device=batch.device, dtype=batch.dtype)
+    start = 0
+    for k, (i, j, h, w) in zip(erased.nonzero()[:, 0].tolist(), rows[erased].tolist()):
+        box = out[k, :, i:i + h, j:j + w]
+        if value.ndim == 2:
+            box.copy_(value[k][:, None, None].expand(c, h, w))
+        elif value.ndim == 1:
+            box.copy_(value[start:start + c * h * w].view(c, h, w))
+            start += c * h * w
+        else:
+            box.copy_(value[k, :, i:i + h, j:j + w])
     return out
 
 
@@ -903,10 +925,48 @@ def _check_alpha(alpha: Any) -> float:
     return float(alpha)
 
 
+def _cycles(partner: List[int]) -> Optional[List[List[int]]]:
+    """The cycles of the permutation ``partner`` (sample i takes from sample partner[i]), each in the order
+    i, partner[i], partner[partner[i]], ...; None when ``partner`` is not a permutation."""
+    n = len(partner)
+    if sorted(partner) != list(range(n)):
+        return None
+    seen = [False] * n
+    out = []
+    for s in range(n):
+        if seen[s]:
+            continue
+        cycle, i = [], s
+        while not seen[i]:
+            seen[i] = True
+            cycle.append(i)
+            i = partner[i]
+        out.append(cycle)
+    return out
+
+
+def _from_partners_inplace(batch: torch.Tensor, partner: torch.Tensor,
+                           step: Callable[[int, torch.Tensor, torch.Tensor], None]) -> bool:
+    """Runs ``step(i, sample_i, partner_sample_as_it_was)`` for every sample, writing sample i in place, along the
+    cycles of ``partner`` so that each sample is read before it is written: one sample per cycle is copied (the
+    first, which the cycle's last sample reads). False (nothing done) when ``partner`` is not a permutation."""
+    cycles = _cycles(partner.tolist())
+    if cycles is None:
+        return False
+    for cycle in cycles:
+        first = batch[cycle[0]].clone() if len(cycle) > 1 else None
+        for k, i in enumerate(cycle):
+            # partner[i] is the next in the cycle, as it was; the last one's is the first, saved
+            src = batch[cycle[k + 1]] if k + 1 < len(cycle) else (first if first is not None else batch[i])
+            step(i, batch[i], src)
+    return True
+
+
 class _MixBase(_Batched):
     def __init__(self, alpha: float = 1.0, num_classes: Optional[int] = None, per_sample: bool = False, *,
-                 generator: Optional[torch.Generator] = None) -> None:
+                 inplace: bool = False, generator: Optional[torch.Generator] = None) -> None:
         super().__init__(generator)
+        self.inplace = bool(inplace)
         self.alpha = _check_alpha(alpha)
         if num_classes is not None and (not isinstance(num_classes, int) or isinstance(num_classes, bool)
                                         or num_classes < 1):
@@ -969,7 +1029,8 @@ class _MixBase(_Batched):
         return self._mix(y, y[params["partner"].to(y.device)], params["lam"])
 
     def extra_repr(self) -> str:
-        return f"alpha={self.alpha}, num_classes={self.num_classes}, per_sample={self.per_sample}"
+        return (f"alpha={self.alpha}, num_classes={self.num_classes}, per_sample={self.per_sample}, "
+                f"inplace={self.inplace}")
 
 
 class MixUp(_MixBase):
@@ -988,6 +1049,10 @@ class MixUp(_MixBase):
 
     Params: ``lam`` float64 (N,) (the same value in every row per batch), ``partner`` int64 (N,).
 
+    ``inplace=True`` (keyword) mixes into the given batch and returns it, sample by sample along the pairing (one
+    sample copied per cycle of ``partner``): no batch-sized temporaries, the same values (for a batch nothing else
+    holds, e.g. a collate's fresh output).
+
     Example:
         >>> mix = MixUp(alpha=0.2, num_classes=10)
         >>> images, soft = mix(torch.rand(8, 3, 32, 32), torch.randint(0, 10, (8,)))
@@ -1002,11 +1067,25 @@ class MixUp(_MixBase):
         _check_batch(batch, "MixUp", allow_float=True, any_channels=True)
         n = batch.shape[0]
         lam = _check_rows(params, "lam", n, "MixUp", ndim=1, dtype=torch.float64)
-        partner = _check_rows(params, "partner", n, "MixUp", ndim=1, dtype=torch.int64).to(batch.device)
+        partner = _check_rows(params, "partner", n, "MixUp", ndim=1, dtype=torch.int64)
+        if self.inplace and batch.dtype == torch.float32:
+            keep, other = lam.to(torch.float32).tolist(), (1.0 - lam).to(torch.float32).tolist()
+
+            def step(i: int, x: torch.Tensor, src: torch.Tensor) -> None:
+                # v2's float32 order: rolled * (1 - lam) + batch * lam, each product rounded, then the sum (the
+                # partner's product first: src is x itself when a sample is its own partner)
+                theirs = src.mul(other[i])
+                x.mul_(keep[i]).add_(theirs)
+
+            if _from_partners_inplace(batch, partner.cpu(), step):
+                return batch
+        partner = partner.to(batch.device)
         if batch.dtype == torch.uint8:
             x = batch.to(torch.float32)
-            return self._mix(x, x[partner], lam).round_().clamp_(0, 255).to(torch.uint8)
-        return self._mix(batch, batch[partner], lam)
+            out = self._mix(x, x[partner], lam).round_().clamp_(0, 255).to(torch.uint8)
+        else:
+            out = self._mix(batch, batch[partner], lam)
+        return batch.copy_(out) if self.inplace else out
 
 
 class CutMix(_MixBase):
@@ -1022,6 +1101,9 @@ class CutMix(_MixBase):
     Params: ``boxes`` int64 (N, 4) = (i, j, h, w) (i.e. (y1, x1, y2 - y1, x2 - x1)), ``lam`` float64 (N,) (the
     corrected lambda), ``partner`` int64 (N,); for inspection, ``lam_drawn`` float64 (N,) (the Beta draw) and
     ``center`` int64 (N, 2) (v2's ``r_y, r_x``).
+
+    Only the boxes are written (the partners' boxes gathered first): ``inplace=True`` (keyword) into the given
+    batch, otherwise into a copy.
 
     Example:
         >>> cut = CutMix(alpha=1.0, num_classes=10)
@@ -1055,7 +1137,17 @@ class CutMix(_MixBase):
                      any_channels=isinstance(batch, torch.Tensor) and batch.dtype != torch.uint8)
         n = batch.shape[0]
         boxes = _check_rows(params, "boxes", n, "CutMix", ndim=2, dtype=torch.int64)
-        partner = _check_rows(params, "partner", n, "CutMix", ndim=1, dtype=torch.int64).to(batch.device)
-        if n == 0:
-            return batch.clone()
-        return _paste(batch, boxes, batch[partner])
+        partner = _check_rows(params, "partner", n, "CutMix", ndim=1, dtype=torch.int64).cpu()
+        out = batch if self.inplace else _fresh_copy(batch)
+        rows = boxes.cpu()
+        if n == 0 or not bool(((rows[:, 2] > 0) & (rows[:, 3] > 0)).any()):
+            return out
+        if bool((rows == rows[0]).all()):  # v2: one box for the batch: one gather of the boxes, one write
+            i, j, h, w = rows[0].tolist()
+            region = out[:, :, i:i + h, j:j + w]
+            region.copy_(region[partner.to(batch.device)])
+            return out
+        patches = [batch[p, :, i:i + h, j:j + w].clone() for p, (i, j, h, w) in zip(partner.tolist(), rows.tolist())]
+        for k, ((i, j, h, w), patch) in enumerate(zip(rows.tolist(), patches)):
+            out[k, :, i:i + h, j:j + w].copy_(patch)
+        return out

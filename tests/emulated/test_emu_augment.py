@@ -11,8 +11,8 @@ import torch
 
 from emulated._helpers import corners, launches, ops
 
-CODES = list(range(16))  # math/augment.h's Op
-MAGNITUDE = {1: 1.3, 2: 0.6, 3: 1.7, 4: 0.21, 5: 2.5, 6: 3.0, 7: 100.5}
+CODES = list(range(17))  # math/augment.h's Op
+MAGNITUDE = {1: 1.3, 2: 0.6, 3: 1.7, 4: 0.21, 5: 2.5, 6: 3.0, 7: 100.5, 16: 70.0}
 
 
 def batch(shape, channels_last=False, seed=0):
@@ -57,7 +57,7 @@ def test_every_op_equals_the_cpu_kernel(emu, shape, channels_last, code):
             assert torch.equal(got, cpu), (code, interpolation, fill)
             assert got.stride() == cpu.stride()
             names = [l["name"] for l in launches(emu)]
-            lut = code in (1, 2, 6, 7, 8, 9, 10)
+            lut = code in (1, 2, 6, 7, 8, 9, 10, 16)
             assert names == (["augment_lut_kernel"] if lut else []) + ["augment_pixel_kernel"], names
 
 

@@ -35,7 +35,8 @@ enum Op : int32_t {
   kRot90 = 13,        // torch.rot90(k=1) of a square image (rotate's fast path), as exact index maps
   kRot180 = 14,
   kRot270 = 15,
-  kNumOps = 16,
+  kSolarizeAdd = 16,  // ival = the addend (timm's SolarizeAdd: below 128, x + addend saturated at 255)
+  kNumOps = 17,
 };
 
 // One sample's arguments, made on the host (csrc/host/augment_host.cpp) for both devices.
@@ -52,7 +53,7 @@ struct Sample {
 // sample's statistics (contrast's mean, autocontrast's extremes, equalize's histogram).
 TENSOROPS_HD bool is_lut_op(int32_t op) {
   return op == kBrightness || op == kContrast || op == kPosterize || op == kSolarize || op == kAutocontrast ||
-         op == kEqualize || op == kInvert;
+         op == kEqualize || op == kInvert || op == kSolarizeAdd;
 }
 
 // ---- one rounding per op ----------------------------------------------------------------------------------
@@ -124,6 +125,12 @@ TENSOROPS_HD uint8_t brightness(float x, float factor) { return to_u8(clamp_to(m
 // solarize_image: where(image >= threshold, 255 - image, image), the comparison in float32
 TENSOROPS_HD uint8_t solarize(int x, float threshold) {
   return static_cast<float>(x) >= threshold ? static_cast<uint8_t>(255 - x) : static_cast<uint8_t>(x);
+}
+
+// timm's solarize_add (Pillow's table): values below 128 raised by the addend, saturated at 255 (addend in [0, 255])
+TENSOROPS_HD uint8_t solarize_add(int x, int addend) {
+  const int v = x + addend;
+  return static_cast<uint8_t>(x < 128 ? (v > 255 ? 255 : v) : x);
 }
 
 // autocontrast_image for one channel of extremes lo, hi (as floats)
@@ -223,6 +230,7 @@ TENSOROPS_HD uint8_t lut_entry(const Sample& sm, int v, float mean, float lo, fl
     case kContrast: return blend(x, mean, sm.f0, sm.f1);
     case kPosterize: return static_cast<uint8_t>(v & sm.ival);
     case kSolarize: return solarize(v, sm.f0);
+    case kSolarizeAdd: return solarize_add(v, sm.ival);
     case kAutocontrast: return autocontrast(x, lo, hi);
     case kInvert: return static_cast<uint8_t>(255 - v);
     default: return static_cast<uint8_t>(v);
