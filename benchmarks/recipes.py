@@ -20,12 +20,11 @@ Three paths per recipe, each a DataLoader over the same files with the same numb
   left out), the baseline of the ratios;
 * ``torchvision v2 PIL``: the same on PIL images (ImageFolder's loader, the reference scripts' default backend)
   up to the policy, then ``PILToTensor``;
-* ``tensorops``: the file bytes (``tensorops.io.loader``) to the collate, which decodes each JPEG where its box
-  reads into a uint8 batch (``ResizedCropMirrorNormalizeCollate(dtype=uint8)``), runs the policy on the batch
-  (its ``augment=`` argument where the collate has one; until then a wrapper collate applies the same callable
-  after it: the row's ``augment_in``), then ``tensorops.normalize``, RandomErasing and MixUp / CutMix of
-  ``tensorops.augment`` on the batch, in place (``inplace=True``: the collate's batch is fresh, nothing else holds
-  it); recipe (b)'s policy from timm's string where ``tensorops.augment.timm`` parses it.
+* ``tensorops``: the file bytes (``tensorops.io.loader``) to ``ResizedCropMirrorNormalizeCollate``, which decodes
+  each JPEG where its box reads into a uint8 batch, runs the policy on it (``augment=``), normalizes, then runs
+  RandomErasing and ``RandomChoice([MixUp, CutMix])`` of ``tensorops.augment`` on the float batch in place
+  (``after_normalize=``, ``inplace=True``: the collate's batch is fresh, nothing else holds it); recipe (b)'s
+  policy from timm's string (``tensorops.augment.from_timm_string``).
 
 A round times one epoch (``--epoch`` images, cycling over the files) of every path of a recipe, interleaved in
 alternating order; the ratio is torchvision's epoch time over the path's, per round. CPU time is the user +
@@ -37,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import inspect
 import os
 import statistics
 import sys
@@ -145,37 +143,25 @@ def tops_policy(find: Callable[[str], Any], policy: str) -> Tuple[Callable[[torc
 
 
 class TopsCollate:
-    """The tensorops path's collate: the decode collate into a uint8 batch, the policy on the batch (inside the
-    collate, through ``augment=``, where it takes one; after it otherwise), ``tensorops.normalize``, then
-    RandomErasing and one of MixUp / CutMix per batch (RandomChoice, as the torchvision path)."""
+    """The tensorops path's collate: the decode collate into a uint8 batch, the policy on the batch, the normalize,
+    then RandomErasing and one of MixUp / CutMix per batch, in place on the collate's fresh float batch: its
+    ``augment=`` and ``after_normalize=`` arguments, everything drawn from the collate's per-worker stream."""
 
     def __init__(self, recipe: Dict[str, Any], find: Callable[[str], Any]) -> None:
-        import tensorops
         from tensorops.data import ResizedCropMirrorNormalizeCollate
-        from torchvision.transforms import v2
 
-        self.normalize = tensorops.normalize
         self.policy, self.policy_how = tops_policy(find, recipe["policy"])
-        self.native = "augment" in inspect.signature(ResizedCropMirrorNormalizeCollate).parameters
-        if self.native:  # uint8 batch, the policy from the collate's own stream, then its normalize: float32
-            self.collate = ResizedCropMirrorNormalizeCollate(recipe["crop"], MEAN, STD, train=True,
-                                                             augment=self.policy)
-        else:
-            self.collate = ResizedCropMirrorNormalizeCollate(recipe["crop"], None, None, train=True,
-                                                             dtype=torch.uint8)
-        # in place: the collate's float batch is fresh and nothing else holds it (only the boxes are written, MixUp
-        # mixes sample by sample: no batch-sized temporaries)
-        self.erase = _need(find, "RandomErasing")(p=recipe["erase_p"], value=recipe["erase_value"], inplace=True)
-        self.mix = v2.RandomChoice([
-            _need(find, "MixUp")(alpha=recipe["mixup"], num_classes=NUM_CLASSES, inplace=True),
-            _need(find, "CutMix")(alpha=recipe["cutmix"], num_classes=NUM_CLASSES, inplace=True)])
+        after = [
+            _need(find, "RandomErasing")(p=recipe["erase_p"], value=recipe["erase_value"], inplace=True),
+            _need(find, "RandomChoice")([
+                _need(find, "MixUp")(alpha=recipe["mixup"], num_classes=NUM_CLASSES, inplace=True),
+                _need(find, "CutMix")(alpha=recipe["cutmix"], num_classes=NUM_CLASSES, inplace=True)]),
+        ]
+        self.collate = ResizedCropMirrorNormalizeCollate(recipe["crop"], MEAN, STD, train=True, augment=self.policy,
+                                                         after_normalize=after)
 
     def __call__(self, samples: Sequence[Tuple[Any, Any]]) -> Tuple[torch.Tensor, torch.Tensor]:
-        x, labels = self.collate(samples)
-        if not self.native:
-            x = self.normalize(self.policy(x), MEAN, STD)
-        # RandomErasing and MixUp / CutMix after normalize, where both recipes put them
-        return self.mix(self.erase(x), labels)
+        return self.collate(samples)
 
 
 # ------------------------------------------------------------------------------------------------ timing
@@ -197,9 +183,8 @@ def make_loader(path: str, recipe: Dict[str, Any], files: Sequence[str], labels:
         collate = TopsCollate(recipe, find)
         data = Files(files, labels, tio.loader, None, length)
         how = {"policy": collate.policy_how,
-               "augment_in": "the collate's augment= argument (it normalizes after it)" if collate.native else
-                             "a wrapper collate applying it after the uint8 decode collate, then "
-                             "tensorops.normalize (the collate has no augment= yet)"}
+               "augment_in": "the collate's augment= (uint8, then its normalize) and after_normalize= "
+                             "(RandomErasing, RandomChoice([MixUp, CutMix]), inplace=True)"}
     loader = DataLoader(data, batch_size=BATCH, shuffle=False, num_workers=workers, collate_fn=collate,
                         persistent_workers=workers > 0)
     return loader, how

@@ -871,3 +871,39 @@ def test_timm_augmix_mixes_as_timm_and_pillow_blend():
         expected = Image.blend(Image.fromarray(img), Image.fromarray(mixed.astype(np.uint8)), float(p["m"][i]))
         diff = np.abs(np.asarray(expected).astype(int) - out[i].permute(1, 2, 0).numpy().astype(int))
         assert diff.max() <= 1 and (diff > 0).mean() < 0.01  # Pillow's float rounding of its alpha
+
+
+# ------------------------------------------------------------------------------------------------------------
+# RandomChoice (v2.RandomChoice with the draw in make_params)
+# ------------------------------------------------------------------------------------------------------------
+
+def test_random_choice_draws_with_p_from_the_generator_and_passes_labels():
+    batch = torch.rand(6, 3, 9, 11, generator=gen(70))
+    labels = torch.randint(0, 4, (6,), generator=gen(71))
+    mix, cut = A.MixUp(0.5, num_classes=4), A.CutMix(1.0, num_classes=4)
+    t = A.RandomChoice([mix, cut], p=[3, 1])
+    assert t.needs_labels
+    choices = [int(t.make_params(batch, generator=g)["choice"]) for g in [gen(72)] for _ in range(400)]
+    assert 0.68 < choices.count(0) / 400 < 0.82  # p normalized: 0.75
+    for seed in range(6):
+        params = t.make_params(batch, generator=gen(seed))
+        chosen = (mix, cut)[int(params["choice"])]
+        assert torch.equal(t.transform(batch, params), chosen.transform(batch, params["params"]))
+        assert torch.equal(t.transform_labels(labels, params), chosen.transform_labels(labels, params["params"]))
+    # the same draws from the same seed; a non-mixing choice leaves the labels as they are
+    a = A.RandomChoice([A.RandomErasing(1.0)], generator=gen(73))
+    b = A.RandomChoice([A.RandomErasing(1.0)], generator=gen(73))
+    out_a, lab = a(batch, labels)
+    assert torch.equal(out_a, b(batch)) and lab is labels and not a.needs_labels
+
+
+def test_random_choice_bad_arguments_are_named():
+    with pytest.raises(TypeError, match=r"transforms\[1\] must have make_params"):
+        A.RandomChoice([A.MixUp(num_classes=3), lambda x: x])
+    with pytest.raises(ValueError, match=r"\bp must hold 2\b"):
+        A.RandomChoice([A.MixUp(num_classes=3), A.CutMix(num_classes=3)], p=[1.0])
+    with pytest.raises(TypeError, match="non-empty sequence"):
+        A.RandomChoice([])
+    t = A.RandomChoice([A.MixUp(num_classes=3)])
+    with pytest.raises(ValueError, match=r"params\['choice'\]"):
+        t.transform(torch.rand(2, 3, 4, 4), {"choice": 5, "params": {}})

@@ -322,7 +322,7 @@ CATALOGUE = [
     Row("erase/boxes-negative", "erase", lambda: ((_u8(), torch.tensor([[0, 0, 1, 1], [0, -1, 1, 1]])), {}), ValueError, r"\bboxes of sample 1\b"),
     Row("erase/value-shape", "erase", lambda: ((_u8(), torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, 2)), {}), ValueError, r"\bvalue\b"),
     Row("erase/value-str", "erase", lambda: ((_u8(), torch.zeros(2, 4, dtype=torch.long), "a"), {}), TypeError, r"\bvalue\b"),
-    Row("apply_ops/ops-out-of-range", "apply_ops", lambda: ((_u8(), torch.tensor([0, 17]), torch.zeros(2)), {}), ValueError, r"\bops of sample 1\b"),
+    Row("apply_ops/ops-out-of-range", "apply_ops", lambda: ((_u8(), torch.tensor([0, 18]), torch.zeros(2)), {}), ValueError, r"\bops of sample 1\b"),
     Row("apply_ops/ops-float", "apply_ops", lambda: ((_u8(), torch.tensor([1.7, 10.2]), torch.zeros(2)), {}), TypeError, r"\bops\b"),
     Row("solarize/threshold-nan", "solarize", lambda: ((_u8(), torch.tensor([NAN, 0.0])), {}), ValueError, r"\bthreshold of sample 0\b"),
     Row("apply_ops/ops-length", "apply_ops", lambda: ((_u8(), torch.tensor([0]), torch.zeros(2)), {}), ValueError, r"\bops\b"),

@@ -285,3 +285,88 @@ def test_real_policies_in_the_collate():
         assert augmenting.needs_labels(mix)
         batch, soft = ResizedCropMirrorNormalizeCollate(32, MEAN, STD, generator=gen(0), augment=[t, mix])(data)
         assert batch.shape == (8, 3, 32, 32) and soft.shape == (8, CLASSES)
+
+
+# ---- after_normalize: the float-scale steps last (RandomErasing, MixUp / CutMix) ---------------------------------
+class Scale(nn.Module):
+    """A float-batch step with a per-sample draw: multiplies each sample by a drawn factor."""
+
+    def make_params(self, batch, generator=None):
+        return {"k": torch.rand(batch.shape[0], generator=generator, dtype=torch.float64) + 0.5}
+
+    def transform(self, batch, params):
+        assert batch.is_floating_point(), "after_normalize got a uint8 batch"
+        return batch * params["k"].to(batch.device, batch.dtype).view(-1, 1, 1, 1)
+
+
+@pytest.mark.parametrize("collate_cls", ["resized", "crop"])
+@pytest.mark.parametrize("with_augment", [False, True], ids=["fused", "augment"])
+def test_collate_after_normalize_runs_on_the_normalized_batch_last(collate_cls, with_augment):
+    data = samples()
+    shift, scale, mix = Shift(), Scale(), Mix()
+    if collate_cls == "resized":
+        make = lambda **kw: ResizedCropMirrorNormalizeCollate(24, MEAN, STD, generator=gen(4), **kw)  # noqa: E731
+    else:
+        make = lambda **kw: CropMirrorNormalizeCollate(24, MEAN, STD, generator=gen(4), **kw)  # noqa: E731
+    first = make(augment=shift) if with_augment else make()
+    base, labels = first(data)  # the batch after the normalize; first's generator stands where after draws
+    ps = scale.make_params(base, generator=first.generator)
+    want = scale.transform(base, ps)
+    got, soft = make(augment=[shift] if with_augment else None, after_normalize=scale)(data)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert torch.equal(soft, labels)
+    # a label-mixing step after the normalize gives soft labels (the stand-in Mix rounds to uint8 itself)
+    got, soft = make(augment=[shift] if with_augment else None, after_normalize=[scale, mix])(data)
+    assert soft.shape == (len(data), CLASSES) and soft.dtype == torch.float32
+
+
+def test_after_normalize_is_checked_and_named():
+    with pytest.raises(TypeError, match=r"after_normalize\[1\] must be a transform"):
+        ResizedCropMirrorNormalizeCollate(16, MEAN, STD, after_normalize=[Scale(), 3])
+    with pytest.raises(ValueError, match="after_normalize needs the normalized"):
+        ResizedCropMirrorNormalizeCollate(16, None, None, dtype=torch.uint8, after_normalize=Scale())
+    with pytest.raises(TypeError, match="after_normalize must be a transform"):
+        NormalizingLoader([], MEAN, STD, after_normalize="erase")
+
+
+@pytest.mark.parametrize("device", ["cpu", CUDA_PARAM])
+def test_normalizing_loader_after_normalize_runs_after_the_normalize(device):
+    batches = _uint8_batches()
+    t, s, m = Shift(), Scale(), Mix()
+    loader = NormalizingLoader(batches, MEAN, STD, device=device, augment=t, after_normalize=[s, m],
+                               generator=gen(10))
+    replay = gen(10)
+    for (got, soft), (base, labels) in zip(loader, batches):
+        step = tensorops.normalize(t.transform(base, t.make_params(base, generator=replay)), MEAN, STD)
+        step = s.transform(step, s.make_params(step, generator=replay))
+        pm = m.make_params(step, generator=replay)
+        assert got.device.type == device
+        torch.testing.assert_close(got.cpu(), m.transform(step, pm), rtol=0, atol=0)
+        torch.testing.assert_close(soft, m.transform_labels(labels, pm))
+
+
+def test_real_recipe_after_normalize_equals_the_steps_one_by_one():
+    """Recipe (a) of the pipelines guide in the collate: TrivialAugmentWide on uint8, normalize, then
+    RandomErasing and RandomChoice([MixUp, CutMix]) in place on the collate's batch, against the same transforms
+    run one by one (copying) with the same generator."""
+    transforms = _policies()
+    data = samples(8)
+    policy = transforms.TrivialAugmentWide(interpolation="bilinear")
+
+    def after(inplace):
+        return [transforms.RandomErasing(0.5, inplace=inplace),
+                transforms.RandomChoice([transforms.MixUp(0.2, num_classes=CLASSES, inplace=inplace),
+                                         transforms.CutMix(1.0, num_classes=CLASSES, inplace=inplace)])]
+
+    for seed in range(4):  # both choices of RandomChoice
+        first = ResizedCropMirrorNormalizeCollate(32, MEAN, STD, generator=gen(seed), augment=policy)
+        x, labels = first(data)
+        g = first.generator
+        erase, choice = after(False)
+        x = erase.transform(x, erase.make_params(x, generator=g))
+        pc = choice.make_params(x, generator=g)
+        want, want_soft = choice.transform(x, pc), choice.transform_labels(labels, pc)
+        got, soft = ResizedCropMirrorNormalizeCollate(32, MEAN, STD, generator=gen(seed), augment=policy,
+                                                      after_normalize=after(True))(data)
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+        torch.testing.assert_close(soft, want_soft, rtol=0, atol=0)

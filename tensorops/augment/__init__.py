@@ -19,13 +19,13 @@ __all__ = [
 
 # the policies (v2 transforms on batches, per-sample draws) and timm's policy strings
 from tensorops.augment.transforms import (
-    AugMix, AutoAugment, AutoAugmentPolicy, ColorJitter, CutMix, MixUp, RandAugment, RandomErasing, RandomGrayscale,
-    TrivialAugmentWide,
+    AugMix, AutoAugment, AutoAugmentPolicy, ColorJitter, CutMix, MixUp, RandAugment, RandomChoice, RandomErasing,
+    RandomGrayscale, TrivialAugmentWide,
 )
 from tensorops.augment import timm
 from tensorops.augment.timm import from_timm_string
 
 __all__ += [
-    "AugMix", "AutoAugment", "AutoAugmentPolicy", "ColorJitter", "CutMix", "MixUp", "RandAugment", "RandomErasing",
-    "RandomGrayscale", "TrivialAugmentWide", "timm", "from_timm_string",
+    "AugMix", "AutoAugment", "AutoAugmentPolicy", "ColorJitter", "CutMix", "MixUp", "RandAugment", "RandomChoice",
+    "RandomErasing", "RandomGrayscale", "TrivialAugmentWide", "timm", "from_timm_string",
 ]

@@ -1151,3 +1151,66 @@ class CutMix(_MixBase):
         for k, ((i, j, h, w), patch) in enumerate(zip(rows.tolist(), patches)):
             out[k, :, i:i + h, j:j + w].copy_(patch)
         return out
+
+
+class RandomChoice(_Batched):
+    """One of ``transforms`` per batch, chosen with probabilities ``p`` (equal by default): v2.RandomChoice with
+    the draw in ``make_params``, so that it draws from the caller's generator (the collates' and
+    NormalizingLoader's ``after_normalize=``), and labels passed through to the transform that mixes them.
+
+    ``forward(batch)`` or ``forward(batch, labels)`` (then ``(batch, labels)``: soft labels where the chosen
+    transform mixes, e.g. ``RandomChoice([MixUp(...), CutMix(...)])`` as torchvision's reference recipe).
+
+    Params: ``choice`` int64 () (the index into ``transforms``) and ``params`` (the chosen transform's).
+
+    Example:
+        >>> mix = RandomChoice([MixUp(0.2, num_classes=10), CutMix(1.0, num_classes=10)])
+        >>> images, soft = mix(torch.rand(8, 3, 32, 32), torch.randint(0, 10, (8,)))
+    """
+
+    def __init__(self, transforms: Sequence[Any], p: Optional[Sequence[float]] = None, *,
+                 generator: Optional[torch.Generator] = None) -> None:
+        super().__init__(generator)
+        if not isinstance(transforms, (list, tuple)) or not transforms:
+            raise TypeError(f"transforms must be a non-empty sequence of transforms, got {transforms!r}")
+        for k, t in enumerate(transforms):
+            if not (callable(getattr(t, "make_params", None)) and callable(getattr(t, "transform", None))):
+                raise TypeError(f"transforms[{k}] must have make_params and transform (a tensorops.augment "
+                                f"transform), got {type(t).__name__}")
+        if p is None:
+            p = [1.0] * len(transforms)
+        if len(p) != len(transforms) or any(not isinstance(v, numbers.Real) or v < 0 for v in p) or sum(p) <= 0:
+            raise ValueError(f"p must hold {len(transforms)} non-negative numbers, not all 0, got {p!r}")
+        self.transforms = nn.ModuleList([t for t in transforms]) if all(isinstance(t, nn.Module) for t in transforms) \
+            else list(transforms)
+        total = float(sum(p))
+        self.p = [float(v) / total for v in p]
+        self.needs_labels = any(getattr(t, "needs_labels", isinstance(t, _MixBase)) for t in transforms)
+
+    def make_params(self, batch: torch.Tensor, generator: Optional[torch.Generator] = None) -> Params:
+        g = self._gen(generator)
+        choice = torch.multinomial(torch.tensor(self.p, dtype=torch.float64), 1, generator=g)[0]
+        return {"choice": choice, "params": self.transforms[int(choice)].make_params(batch, generator=g)}
+
+    def transform(self, batch: torch.Tensor, params: Params) -> torch.Tensor:
+        return self.transforms[self._choice(params)].transform(batch, params["params"])
+
+    def transform_labels(self, labels: Any, params: Params) -> Any:
+        t = self.transforms[self._choice(params)]
+        fn = getattr(t, "transform_labels", None)
+        return fn(labels, params["params"]) if callable(fn) else labels
+
+    def _choice(self, params: Params) -> int:
+        choice = params.get("choice")
+        if not isinstance(choice, (int, torch.Tensor)) or not 0 <= int(choice) < len(self.transforms):
+            raise ValueError(f"RandomChoice: params['choice'] must index transforms (0..{len(self.transforms) - 1}), "
+                             f"got {choice!r}")
+        return int(choice)
+
+    def forward(self, batch: torch.Tensor, labels: Any = None) -> Any:  # type: ignore[override]
+        params = self.make_params(batch)
+        out = self.transform(batch, params)
+        return out if labels is None else (out, self.transform_labels(labels, params))
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"

@@ -1,6 +1,11 @@
-"""How the batch path runs augmentations: the collates' and NormalizingLoader's ``augment=``.
+"""How the batch path runs augmentations: the collates' and NormalizingLoader's ``augment=`` and
+``after_normalize=``.
 
-``augment`` is one transform or a sequence of them, applied in order to a uint8 (N, C, H, W) batch. A transform is
+``augment`` is one transform or a sequence of them, applied in order to a uint8 (N, C, H, W) batch;
+``after_normalize`` the same on the normalized float batch (where the recipes put RandomErasing and MixUp /
+CutMix). That batch is the caller's fresh output, which nothing else holds: give those transforms
+``inplace=True`` (``tensorops.augment``'s RandomErasing, MixUp and CutMix take it) and they write only what they
+change, with no batch-sized temporaries. A transform is
 any callable; one that splits its randomness from its work as ``tensorops.augment``'s policies and torchvision v2's
 transforms do, with
 
@@ -29,15 +34,15 @@ import torch
 __all__ = ["as_transforms", "needs_labels", "apply", "any_needs_labels"]
 
 
-def as_transforms(augment: Any, where_: str) -> Tuple[Callable[..., Any], ...]:
+def as_transforms(augment: Any, where_: str, name: str = "augment") -> Tuple[Callable[..., Any], ...]:
     """``augment`` (None, a transform, or a sequence of transforms) as a tuple; a TypeError naming ``where_`` and
-    the item for anything that is not callable."""
+    the item (``name`` or ``name[k]``) for anything that is not callable."""
     if augment is None:
         return ()
     items = tuple(augment) if isinstance(augment, (list, tuple)) else (augment,)
     for k, t in enumerate(items):
         if not callable(t):
-            at = "augment" if len(items) == 1 and not isinstance(augment, (list, tuple)) else f"augment[{k}]"
+            at = name if len(items) == 1 and not isinstance(augment, (list, tuple)) else f"{name}[{k}]"
             raise TypeError(f"{where_}{at} must be a transform (a callable, e.g. a tensorops.augment policy), got "
                             f"{type(t).__name__}")
     return items

@@ -40,24 +40,29 @@ class _Augmenting(Seeded):
     """What the collates share for ``augment=``: the checks, and the step after the uint8 batch is made."""
 
     augment: Tuple[Any, ...] = ()
+    after_normalize: Tuple[Any, ...] = ()
 
-    def _set_augment(self, augment: Any, where_: str) -> None:
+    def _set_augment(self, augment: Any, where_: str, after_normalize: Any = None) -> None:
         self.augment = _augmenting.as_transforms(augment, where_)
+        self.after_normalize = _augmenting.as_transforms(after_normalize, where_, "after_normalize")
         if self.augment and self.pad_channels is not None:
             raise ValueError(f"{where_}pad_channels cannot be combined with augment (the augmentations take 1 or 3 "
                              "channels): pad the normalized batch instead")
+        if self.after_normalize and self.mean is None:
+            raise ValueError(f"{where_}after_normalize needs the normalized (float) batch: give mean and std")
 
     def _finish(self, batch: torch.Tensor, labels: Any) -> Tuple[torch.Tensor, Any]:
         """``batch`` (uint8 when ``augment`` is given) after the augmentations, drawn from this collate's stream,
-        then normalized when the collate gives float batches; ``labels`` collated (soft labels after MixUp or
-        CutMix)."""
+        then normalized when the collate gives float batches, then ``after_normalize``; ``labels`` collated (soft
+        labels after MixUp or CutMix)."""
         labels = default_collate(labels) if isinstance(labels, list) else labels
-        if not self.augment:
-            return batch, labels
-        if batch.shape[0] > 0:
-            batch, labels = _augmenting.apply(self.augment, batch, labels, self._rng())
-        if self.mean is not None:
-            batch = normalize(batch, self.mean, self.std, dtype=self.dtype, memory_format=self.memory_format)
+        if self.augment:
+            if batch.shape[0] > 0:
+                batch, labels = _augmenting.apply(self.augment, batch, labels, self._rng())
+            if self.mean is not None:
+                batch = normalize(batch, self.mean, self.std, dtype=self.dtype, memory_format=self.memory_format)
+        if self.after_normalize and batch.shape[0] > 0:
+            batch, labels = _augmenting.apply(self.after_normalize, batch, labels, self._rng())
         return batch, labels
 
 
@@ -88,6 +93,8 @@ class CropMirrorNormalizeCollate(_Augmenting):
             the uint8 crops of the batch, in the worker, before the normalize: see
             :class:`ResizedCropMirrorNormalizeCollate` (``fill`` is then on the uint8 scale: padding happens
             before the augmentations; ``pad_channels`` is not available).
+        after_normalize: transforms for the normalized batch (RandomErasing, MixUp / CutMix with
+            ``inplace=True``): see :class:`ResizedCropMirrorNormalizeCollate`.
 
     Example:
         >>> from tensorops.data import CropMirrorNormalizeCollate
@@ -103,12 +110,13 @@ class CropMirrorNormalizeCollate(_Augmenting):
     def __init__(self, size: Union[int, Tuple[int, int]], mean: Any, std: Any, *, train: bool = True, dim: int = -3,
                  dtype: Optional[torch.dtype] = None, memory_format: torch.memory_format = torch.contiguous_format,
                  pad_channels: Optional[int] = None, fill: float = 0.0, mirror_prob: float = 0.5,
-                 generator: Optional[torch.Generator] = None, augment: Any = None) -> None:
+                 generator: Optional[torch.Generator] = None, augment: Any = None,
+                 after_normalize: Any = None) -> None:
         self._common(_FN, size, mirror_prob, generator)
         self.mean, self.std = mean, std
         self.train, self.dim, self.dtype = bool(train), dim, dtype
         self.memory_format, self.pad_channels, self.fill = memory_format, pad_channels, fill
-        self._set_augment(augment, _FN)
+        self._set_augment(augment, _FN, after_normalize)
 
     def draw(self, sizes: Sequence[Tuple[int, int]]) -> Tuple[torch.Tensor, torch.Tensor]:
         """(top_left (N, 2) int64, mirror (N,) bool) for images of these (H, W) sizes: random in training,
@@ -146,7 +154,7 @@ class CropMirrorNormalizeCollate(_Augmenting):
             dtype=self.dtype, memory_format=self.memory_format, pad_channels=self.pad_channels, fill=self.fill,
             out_of_bounds="pad",
         )
-        return batch, default_collate(labels)
+        return self._finish(batch, labels)
 
 
 _RFN = where("data.ResizedCropMirrorNormalizeCollate")
@@ -181,6 +189,16 @@ class ResizedCropMirrorNormalizeCollate(_Augmenting):
     :mod:`tensorops.data.augmenting`) turns the labels into the soft labels the collate returns. To run the
     augmentations on the GPU instead, give them to :class:`tensorops.data.NormalizingLoader`.
 
+    ``after_normalize``: transforms for the normalized float batch, after ``augment`` and the normalize, from the
+    same generator: where torchvision's and timm's recipes put RandomErasing and MixUp / CutMix (``value=0`` then
+    means the mean colour, and the noise is on the normalized scale). The batch is the collate's own: give them
+    ``inplace=True``. Needs ``mean, std``. Recipe (a) of the pipelines guide::
+
+        ResizedCropMirrorNormalizeCollate(176, mean, std, augment=TrivialAugmentWide(interpolation="bilinear"),
+                                          after_normalize=[RandomErasing(0.1, inplace=True),
+                                                           RandomChoice([MixUp(0.2, num_classes=1000, inplace=True),
+                                                                         CutMix(1.0, num_classes=1000, inplace=True)])])
+
     Example:
         >>> from tensorops.data import ResizedCropMirrorNormalizeCollate
         >>> dataset = [(torch.randint(0, 256, (3, 300 + 20 * i, 400), dtype=torch.uint8), i) for i in range(8)]
@@ -198,7 +216,7 @@ class ResizedCropMirrorNormalizeCollate(_Augmenting):
                  mirror_prob: float = 0.5, generator: Optional[torch.Generator] = None, dim: int = -3,
                  dtype: Optional[torch.dtype] = None, memory_format: torch.memory_format = torch.contiguous_format,
                  pad_channels: Optional[int] = None, fill: float = 0.0, on_error: str = "raise",
-                 strict: bool = False, augment: Any = None) -> None:
+                 strict: bool = False, augment: Any = None, after_normalize: Any = None) -> None:
         self._common(_RFN, size, mirror_prob, generator)
         if on_error not in ("raise", "drop"):
             raise ValueError(f"{_RFN}on_error must be \"raise\" or \"drop\", got {on_error!r}")
@@ -225,7 +243,7 @@ class ResizedCropMirrorNormalizeCollate(_Augmenting):
         self.interpolation, self.antialias = interpolation, antialias
         self.dim, self.dtype, self.memory_format = dim, dtype, memory_format
         self.pad_channels, self.fill = pad_channels, fill
-        self._set_augment(augment, _RFN)
+        self._set_augment(augment, _RFN, after_normalize)
 
     TRIES = _boxes.TRIES
     DRAWS = _boxes.DRAWS  # uniforms a training sample draws: four per try, then the flip

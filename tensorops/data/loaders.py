@@ -71,7 +71,12 @@ class NormalizingLoader:
     its soft labels (computed where the labels are: the loader moves only the images). Where each augmentation runs is the caller's choice: given to the collate (``augment=`` of
     :class:`~tensorops.data.ResizedCropMirrorNormalizeCollate`) they run in the DataLoader workers on their CPUs;
     given here they run on the device that normalizes. (RandomErasing is not yet fused into the normalize pass:
-    it runs as its own pass before it.)
+    it runs as its own pass.)
+
+    ``after_normalize``: transforms for the normalized float batch, right after the normalize, from the same
+    ``generator`` and where the normalize runs: where the recipes put RandomErasing and MixUp / CutMix. The batch
+    is the loader's fresh output: give them ``inplace=True``. With a CPU loader this is how the workers can ship
+    uint8 batches (4x fewer bytes to place in shared memory) while the float-scale steps still come last.
 
     Args:
         loader: any iterable of batches: a tensor, or a tuple/list/dict holding the images at ``image_key``.
@@ -79,6 +84,7 @@ class NormalizingLoader:
         device: None (CPU) or a CUDA device.
         image_key: where the images are in each batch (0 for ``(images, labels)``).
         augment: transforms for the uint8 batch before the normalize (see above).
+        after_normalize: transforms for the normalized batch (see above).
         generator: a ``torch.Generator`` the augmentations draw from (None: torch's global RNG).
         label_key: where the labels are in each batch (1 for ``(images, labels)``), for label-mixing transforms.
 
@@ -103,13 +109,15 @@ class NormalizingLoader:
 
     def __init__(self, loader: Any, mean: Any, std: Any, *, device: Any = None, dtype: Optional[torch.dtype] = None,
                  memory_format: torch.memory_format = torch.contiguous_format, image_key: Any = 0,
-                 augment: Any = None, generator: Optional[torch.Generator] = None, label_key: Any = 1) -> None:
+                 augment: Any = None, generator: Optional[torch.Generator] = None, label_key: Any = 1,
+                 after_normalize: Any = None) -> None:
         self.loader, self.mean, self.std = loader, mean, std
         self.augment = _augmenting.as_transforms(augment, _FN)
+        self.after_normalize = _augmenting.as_transforms(after_normalize, _FN, "after_normalize")
         if generator is not None and not isinstance(generator, torch.Generator):
             raise TypeError(f"{_FN}generator must be a torch.Generator, got {generator!r}")
         self.generator, self.label_key = generator, label_key
-        self._mixes = _augmenting.any_needs_labels(self.augment)
+        self._mixes = _augmenting.any_needs_labels(self.augment + self.after_normalize)
         self.device = None if device is None else torch.device(device)
         if self.device is not None and self.device.type not in ("cuda", "cpu"):
             raise ValueError(f"{_FN}device must be None, 'cpu' or a CUDA device, got {device!r}")
@@ -151,10 +159,14 @@ class NormalizingLoader:
         return batch[self.label_key]
 
     def _augmented(self, images: torch.Tensor, labels: Any) -> Tuple[torch.Tensor, Any]:
-        """The uint8 ``images`` (on their device) after ``augment``, then normalized; the (soft) labels."""
+        """The uint8 ``images`` (on their device) after ``augment``, then normalized, then ``after_normalize``;
+        the (soft) labels."""
         if self.augment and images.shape[0] > 0:
             images, labels = _augmenting.apply(self.augment, images, labels, self.generator)
-        return self._normalize(images), labels
+        images = self._normalize(images)
+        if self.after_normalize and images.shape[0] > 0:
+            images, labels = _augmenting.apply(self.after_normalize, images, labels, self.generator)
+        return images, labels
 
     def __iter__(self) -> Iterator[Any]:
         if self.device is None:
