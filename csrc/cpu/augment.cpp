@@ -51,8 +51,7 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void lut_row_vbmi(const u
 
 void lut_row(const uint8_t* x, uint8_t* y, int64_t n, const uint8_t* lut) {
 #if TENSOROPS_CPU_AVX2
-  static const bool vbmi = cpu_isa_level() == 2 && __builtin_cpu_supports("avx512vbmi");
-  if (vbmi) {
+  if (cpu_vbmi()) {
     lut_row_vbmi(x, y, n, lut);
     return;
   }
@@ -60,58 +59,155 @@ void lut_row(const uint8_t* x, uint8_t* y, int64_t n, const uint8_t* lut) {
   for (int64_t j = 0; j < n; ++j) y[j] = lut[x[j]];
 }
 
-// Bilinear affine's gathers and arithmetic, 16 outputs at a time (AVX-512): each pair of horizontal taps read as one
-// 32-bit word at the left tap's byte offset in a plane padded by 4 bytes on both sides (taps outside: value 0), then
-// math/augment.h's bilinear_sum and bilinear_finish as vector operations, rounded as they round (fp-contract is
-// off in this file: fused only where written), the tail through those functions themselves.
+// Bilinear affine's tap reads and arithmetic, 16 outputs at a time (AVX-512): each pair of horizontal taps read as
+// one 32-bit word at the left tap's byte offset in a plane padded by 4 bytes on both sides (taps outside: value 0),
+// then math/augment.h's bilinear_sum and bilinear_finish as vector operations, rounded as they round (fp-contract
+// is off in this file: fused only where written), the tail through those functions themselves. With AVX-512 VBMI,
+// 16 outputs whose taps sit on one source row pair within 64 bytes (shears along x, translations: every chunk;
+// small rotations: some) read two 64-byte windows and pick their taps with byte permutes instead of gathers (the
+// same bytes: a gather costs as much as a dozen permutes on the CPUs measured).
 #if TENSOROPS_CPU_AVX2
-__attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq"))) void bilinear_row_avx512(
-    const uint8_t* plane, int64_t W, const int32_t* tx, const int32_t* ty, const uint8_t* const* ok,
-    const float* const* wt, int64_t m, bool has_fill, float fill, uint8_t* out) {
-  const __m512i vw = _mm512_set1_epi32(static_cast<int32_t>(W));
-  const __m512i byte = _mm512_set1_epi32(0xFF);
-  const __m512 magic = _mm512_set1_ps(12582912.f), lo = _mm512_setzero_ps(), hi = _mm512_set1_ps(255.f);
-  const __m512 vf = _mm512_set1_ps(fill);
+#define TENSOROPS_BILINEAR_ISA "avx2,fma,avx512f,avx512bw,avx512vl,avx512dq"
+
+// (g++ 12's headers start some AVX-512 intrinsics from an undefined vector: false may-be-uninitialized warnings)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+struct BilinearRow {
+  const uint8_t* const* planes;  // C padded planes
+  uint8_t* const* out;           // C output rows (unit stride)
+  int64_t C, W, H;
+  const int32_t* tx;
+  const int32_t* ty;
+  const uint8_t* const* ok;
+  const float* const* wt;
+  bool has_fill;
+  const float* fill;
+};
+
+// The taps of outputs t..t+15 from their tap masks k: the 4 values per channel, v[c][q]
+struct Taps16 {
+  __mmask16 k[4];
+  __m512 w[4];
+};
+
+__attribute__((target(TENSOROPS_BILINEAR_ISA), always_inline)) inline void bilinear_taps16(const BilinearRow& r,
+                                                                                      int64_t t, Taps16& tp) {
   const __m128i zero8 = _mm_setzero_si128();
-  // one 32-bit word per tap pair (nw, ne at o; sw, se at o + W), loaded where either tap is inside; each tap's
-  // byte kept where that tap is inside, else 0 (the plane has 4 readable bytes before and after it)
-  const __m512i zero = _mm512_setzero_si512();
-  auto pair = [&](__mmask16 ka, __mmask16 kb, __m512i off, __m512& a, __m512& b) {
-    const __m512i word = _mm512_mask_i32gather_epi32(zero, static_cast<__mmask16>(ka | kb), off, plane, 1);
-    a = _mm512_cvtepi32_ps(_mm512_maskz_and_epi32(ka, word, byte));
-    b = _mm512_cvtepi32_ps(_mm512_maskz_and_epi32(kb, _mm512_srli_epi32(word, 8), byte));
-  };
-  int64_t t = 0;
-  for (; t + 16 <= m; t += 16) {
-    const __m512i o = _mm512_add_epi32(
-        _mm512_mullo_epi32(_mm512_loadu_si512(ty + t), vw), _mm512_loadu_si512(tx + t));
-    const __mmask16 k0 = _mm_cmpneq_epi8_mask(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ok[0] + t)), zero8);
-    const __mmask16 k1 = _mm_cmpneq_epi8_mask(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ok[1] + t)), zero8);
-    const __mmask16 k2 = _mm_cmpneq_epi8_mask(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ok[2] + t)), zero8);
-    const __mmask16 k3 = _mm_cmpneq_epi8_mask(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ok[3] + t)), zero8);
-    __m512 v0, v1, v2, v3;
-    pair(k0, k1, o, v0, v1);
-    pair(k2, k3, _mm512_add_epi32(o, vw), v2, v3);
-    const __m512 w0 = _mm512_loadu_ps(wt[0] + t), w1 = _mm512_loadu_ps(wt[1] + t), w2 = _mm512_loadu_ps(wt[2] + t),
-                 w3 = _mm512_loadu_ps(wt[3] + t);
-    __m512 sum = _mm512_fmadd_ps(v3, w3, _mm512_fmadd_ps(v2, w2, _mm512_fmadd_ps(v1, w1, _mm512_mul_ps(v0, w0))));
-    if (has_fill) {
-      const __m512 mask = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(w0, w1), w2), w3);
-      sum = _mm512_add_ps(_mm512_mul_ps(_mm512_sub_ps(sum, vf), mask), vf);
-    }
-    __m512 r = _mm512_sub_ps(_mm512_add_ps(sum, magic), magic);  // round half to even (augment.h round_even)
-    r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + t), _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(r)));
-  }
-  for (; t < m; ++t) {
-    const int64_t o = static_cast<int64_t>(ty[t]) * W + tx[t];
-    const float v0 = ok[0][t] ? plane[o] : 0.f, v1 = ok[1][t] ? plane[o + 1] : 0.f;
-    const float v2 = ok[2][t] ? plane[o + W] : 0.f, v3 = ok[3][t] ? plane[o + W + 1] : 0.f;
-    const float w0 = wt[0][t], w1 = wt[1][t], w2 = wt[2][t], w3 = wt[3][t];
-    const float mask = augment::add_rn(augment::add_rn(augment::add_rn(w0, w1), w2), w3);
-    out[t] = augment::bilinear_finish(augment::bilinear_sum(v0, v1, v2, v3, w0, w1, w2, w3), mask, has_fill, fill);
+  for (int q = 0; q < 4; ++q) {
+    tp.k[q] = _mm_cmpneq_epi8_mask(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r.ok[q] + t)), zero8);
+    tp.w[q] = _mm512_loadu_ps(r.wt[q] + t);
   }
 }
+
+// one 32-bit word per tap pair (nw, ne at o; sw, se at o + W), loaded where either tap is inside; each tap's byte
+// kept where that tap is inside, else 0 (the plane has 4 readable bytes before and after it)
+__attribute__((target(TENSOROPS_BILINEAR_ISA), always_inline)) inline void bilinear_gather(const uint8_t* plane,
+                                                                                      __m512i o, __m512i vw,
+                                                                                      const Taps16& tp, __m512* v) {
+  const __m512i byte = _mm512_set1_epi32(0xFF), zero = _mm512_setzero_si512();
+  for (int p = 0; p < 2; ++p) {
+    const __m512i word = _mm512_mask_i32gather_epi32(zero, static_cast<__mmask16>(tp.k[2 * p] | tp.k[2 * p + 1]),
+                                                     p ? _mm512_add_epi32(o, vw) : o, plane, 1);
+    v[2 * p] = _mm512_cvtepi32_ps(_mm512_maskz_and_epi32(tp.k[2 * p], word, byte));
+    v[2 * p + 1] = _mm512_cvtepi32_ps(_mm512_maskz_and_epi32(tp.k[2 * p + 1], _mm512_srli_epi32(word, 8), byte));
+  }
+}
+
+// bilinear_sum and bilinear_finish of 16 outputs, stored as bytes
+__attribute__((target(TENSOROPS_BILINEAR_ISA), always_inline)) inline void bilinear_store(const Taps16& tp,
+                                                                                     const __m512* v, bool has_fill,
+                                                                                     float fill, uint8_t* out) {
+  const __m512 magic = _mm512_set1_ps(12582912.f), lo = _mm512_setzero_ps(), hi = _mm512_set1_ps(255.f);
+  __m512 sum = _mm512_fmadd_ps(v[3], tp.w[3],
+                               _mm512_fmadd_ps(v[2], tp.w[2], _mm512_fmadd_ps(v[1], tp.w[1], _mm512_mul_ps(v[0], tp.w[0]))));
+  if (has_fill) {
+    const __m512 vf = _mm512_set1_ps(fill);
+    const __m512 mask = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(tp.w[0], tp.w[1]), tp.w[2]), tp.w[3]);
+    sum = _mm512_add_ps(_mm512_mul_ps(_mm512_sub_ps(sum, vf), mask), vf);
+  }
+  __m512 q = _mm512_sub_ps(_mm512_add_ps(sum, magic), magic);  // round half to even (augment.h round_even)
+  q = _mm512_min_ps(_mm512_max_ps(q, lo), hi);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(q)));
+}
+
+void bilinear_tail(const BilinearRow& r, int64_t t, int64_t m) {
+  for (; t < m; ++t) {
+    const int64_t o = static_cast<int64_t>(r.ty[t]) * r.W + r.tx[t];
+    const float w0 = r.wt[0][t], w1 = r.wt[1][t], w2 = r.wt[2][t], w3 = r.wt[3][t];
+    const float mask = augment::add_rn(augment::add_rn(augment::add_rn(w0, w1), w2), w3);
+    for (int64_t c = 0; c < r.C; ++c) {
+      const uint8_t* plane = r.planes[c];
+      const float v0 = r.ok[0][t] ? plane[o] : 0.f, v1 = r.ok[1][t] ? plane[o + 1] : 0.f;
+      const float v2 = r.ok[2][t] ? plane[o + r.W] : 0.f, v3 = r.ok[3][t] ? plane[o + r.W + 1] : 0.f;
+      r.out[c][t] = augment::bilinear_finish(augment::bilinear_sum(v0, v1, v2, v3, w0, w1, w2, w3), mask, r.has_fill,
+                                             r.fill[c]);
+    }
+  }
+}
+
+__attribute__((target(TENSOROPS_BILINEAR_ISA))) void bilinear_row_avx512(const BilinearRow& r, int64_t m) {
+  const __m512i vw = _mm512_set1_epi32(static_cast<int32_t>(r.W));
+  int64_t t = 0;
+  for (; t + 16 <= m; t += 16) {
+    Taps16 tp;
+    bilinear_taps16(r, t, tp);
+    const __m512i o = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_loadu_si512(r.ty + t), vw),
+                                       _mm512_loadu_si512(r.tx + t));
+    for (int64_t c = 0; c < r.C; ++c) {
+      __m512 v[4];
+      bilinear_gather(r.planes[c], o, vw, tp, v);
+      bilinear_store(tp, v, r.has_fill, r.fill[c], r.out[c] + t);
+    }
+  }
+  bilinear_tail(r, t, m);
+}
+
+__attribute__((target(TENSOROPS_BILINEAR_ISA ",avx512vbmi"))) void bilinear_row_vbmi(const BilinearRow& r, int64_t m) {
+  const __m512i vw = _mm512_set1_epi32(static_cast<int32_t>(r.W));
+  const __m512i byte = _mm512_set1_epi32(0xFF), one = _mm512_set1_epi32(1);
+  int64_t t = 0;
+  for (; t + 16 <= m; t += 16) {
+    Taps16 tp;
+    bilinear_taps16(r, t, tp);
+    const __m512i vx = _mm512_loadu_si512(r.tx + t), vy = _mm512_loadu_si512(r.ty + t);
+    const int32_t y0 = _mm512_reduce_min_epi32(vy), x0 = _mm512_reduce_min_epi32(vx);
+    if (y0 == _mm512_reduce_max_epi32(vy) && _mm512_reduce_max_epi32(vx) - x0 <= 62) {
+      // rows y0 and y0 + 1 (a row outside the image is read clamped: its taps are masked off), 64 bytes from x0,
+      // masked to the padded plane (masked-off bytes are not read)
+      const __m512i a_idx = _mm512_sub_epi32(vx, _mm512_set1_epi32(x0)), b_idx = _mm512_add_epi32(a_idx, one);
+      int64_t start[2];
+      __mmask64 in[2];
+      for (int p = 0; p < 2; ++p) {
+        const int64_t row = std::min<int64_t>(std::max<int64_t>(y0 + p, 0), r.H - 1);
+        start[p] = row * r.W + x0;
+        const int64_t first = std::max<int64_t>(-4 - start[p], 0), last = std::min<int64_t>(r.H * r.W + 4 - start[p], 64);
+        in[p] = first >= last ? 0 : ((last >= 64 ? ~__mmask64{0} : (__mmask64{1} << last) - 1) &
+                                     ~((__mmask64{1} << first) - 1));
+      }
+      for (int64_t c = 0; c < r.C; ++c) {
+        __m512 v[4];
+        for (int p = 0; p < 2; ++p) {
+          const __m512i window = _mm512_maskz_loadu_epi8(in[p], r.planes[c] + start[p]);
+          v[2 * p] = _mm512_cvtepi32_ps(_mm512_maskz_and_epi32(tp.k[2 * p], _mm512_permutexvar_epi8(a_idx, window),
+                                                                byte));
+          v[2 * p + 1] = _mm512_cvtepi32_ps(
+              _mm512_maskz_and_epi32(tp.k[2 * p + 1], _mm512_permutexvar_epi8(b_idx, window), byte));
+        }
+        bilinear_store(tp, v, r.has_fill, r.fill[c], r.out[c] + t);
+      }
+    } else {
+      const __m512i o = _mm512_add_epi32(_mm512_mullo_epi32(vy, vw), vx);
+      for (int64_t c = 0; c < r.C; ++c) {
+        __m512 v[4];
+        bilinear_gather(r.planes[c], o, vw, tp, v);
+        bilinear_store(tp, v, r.has_fill, r.fill[c], r.out[c] + t);
+      }
+    }
+  }
+  bilinear_tail(r, t, m);
+}
+#pragma GCC diagnostic pop
+#undef TENSOROPS_BILINEAR_ISA
 #endif
 
 bool bilinear_row_fast() {
@@ -123,12 +219,16 @@ bool bilinear_row_fast() {
 #endif
 }
 
-void bilinear_row(const uint8_t* plane, int64_t W, const int32_t* tx, const int32_t* ty, const uint8_t* const* ok,
-                  const float* const* wt, int64_t m, bool has_fill, float fill, uint8_t* out) {
+void bilinear_row(const uint8_t* const* planes, uint8_t* const* out, int64_t C, int64_t H, int64_t W,
+                  const int32_t* tx, const int32_t* ty, const uint8_t* const* ok, const float* const* wt, int64_t m,
+                  bool has_fill, const float* fill) {
 #if TENSOROPS_CPU_AVX2
-  bilinear_row_avx512(plane, W, tx, ty, ok, wt, m, has_fill, fill, out);
+  const BilinearRow r{planes, out, C, W, H, tx, ty, ok, wt, has_fill, fill};
+  if (cpu_vbmi()) bilinear_row_vbmi(r, m);
+  else bilinear_row_avx512(r, m);
 #else
-  (void)plane, (void)W, (void)tx, (void)ty, (void)ok, (void)wt, (void)m, (void)has_fill, (void)fill, (void)out;
+  (void)planes, (void)out, (void)C, (void)H, (void)W, (void)tx, (void)ty, (void)ok, (void)wt, (void)m;
+  (void)has_fill, (void)fill;
 #endif
 }
 

@@ -306,7 +306,7 @@ inline void affine_op(const augment::Sample& sm, const View& x, const Dest& y, i
   alignas(64) float wt[4][kChunk];
   alignas(64) uint8_t ok[4][kChunk];
   alignas(64) int32_t tap_x[kChunk], tap_y[kChunk];
-  alignas(64) uint8_t res[kChunk];
+  alignas(64) uint8_t res[3][kChunk];
   // bilinear with AVX-512 gathers: each plane copied once, contiguous and padded by 4 bytes on both sides (a gather
   // reads a 32-bit word at a tap pair's byte offset, from one byte before the image)
   std::vector<uint8_t> padded;
@@ -363,6 +363,23 @@ inline void affine_op(const augment::Sample& sm, const View& x, const Dest& y, i
           ok[2][t] = tp.k2;
           ok[3][t] = tp.k3;
         }
+        if (!padded.empty()) {  // AVX-512: 16 outputs at a time from the padded planes
+          const uint8_t* oks[4] = {ok[0], ok[1], ok[2], ok[3]};
+          const float* wts[4] = {wt[0], wt[1], wt[2], wt[3]};
+          const uint8_t* planes[3];
+          uint8_t* rows[3];
+          float fills[3] = {0.f, 0.f, 0.f};
+          for (int64_t c = 0; c < C; ++c) {
+            planes[c] = padded.data() + c * (H * W + 8) + 4;
+            rows[c] = y.sw == 1 ? y.p + c * y.sc + i * y.sh + j0 : res[c];
+            if (has_fill) fills[c] = fill[c];
+          }
+          bilinear_row(planes, rows, C, H, W, tap_x, tap_y, oks, wts, m, has_fill, fills);
+          if (y.sw != 1)
+            for (int64_t c = 0; c < C; ++c)
+              for (int64_t t = 0; t < m; ++t) y.p[c * y.sc + i * y.sh + (j0 + t) * y.sw] = res[c][t];
+          continue;
+        }
         // each tap's offset, 0 (a pixel that exists) where the tap is outside, where its weight is 0 instead:
         // v * 0 = 0 = 0 * w for the finite, non-negative values and weights here, so the sum is torchvision's
         for (int64_t t = 0; t < m; ++t) {
@@ -371,18 +388,6 @@ inline void affine_op(const augment::Sample& sm, const View& x, const Dest& y, i
           off[1][t] = ok[1][t] ? base + xsw : 0;
           off[2][t] = ok[2][t] ? base + xsh : 0;
           off[3][t] = ok[3][t] ? base + xsh + xsw : 0;
-        }
-        if (!padded.empty()) {  // AVX-512: 16 outputs at a time from the padded planes
-          const uint8_t* oks[4] = {ok[0], ok[1], ok[2], ok[3]};
-          const float* wts[4] = {wt[0], wt[1], wt[2], wt[3]};
-          for (int64_t c = 0; c < C; ++c) {
-            uint8_t* row = y.sw == 1 ? y.p + c * y.sc + i * y.sh + j0 : res;
-            bilinear_row(padded.data() + c * (H * W + 8) + 4, W, tap_x, tap_y, oks, wts, m, has_fill,
-                         has_fill ? fill[c] : 0.f, row);
-            if (y.sw != 1)
-              for (int64_t t = 0; t < m; ++t) y.p[c * y.sc + i * y.sh + (j0 + t) * y.sw] = res[t];
-          }
-          continue;
         }
         uint8_t* yr = y.p + i * y.sh + j0 * y.sw;
         for (int64_t t = 0; t < m; ++t) {

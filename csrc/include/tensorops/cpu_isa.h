@@ -26,6 +26,7 @@
 //
 // TENSOROPS_CPU_ISA=base|avx2|avx512 (read once) caps the build used, so the tests run every build on a
 // machine that has them all (tests/test_cpu_isa.py); tensorops._C.cpu_isa() names the build in use.
+// TENSOROPS_CPU_ISA=avx512-novbmi runs the AVX-512 build without its AVX-512 VBMI byte-permute paths (cpu_vbmi()).
 #pragma once
 #include <cstdint>
 #include <cstdlib>
@@ -65,6 +66,21 @@ inline int cpu_isa_level() {
   return 0;
 #endif
 }
+// Whether the AVX-512 build may use AVX-512 VBMI's byte permutes (vpermb): the CPU has them, the AVX-512 build
+// runs, and TENSOROPS_CPU_ISA is not avx512-novbmi.
+inline bool cpu_vbmi() {
+#if TENSOROPS_CPU_AVX2
+  static const bool on = [] {
+    const char* cap = std::getenv("TENSOROPS_CPU_ISA");
+    return cpu_isa_level() == 2 && __builtin_cpu_supports("avx512vbmi") &&
+           !(cap != nullptr && std::string(cap) == "avx512-novbmi");
+  }();
+  return on;
+#else
+  return false;
+#endif
+}
+
 inline const char* cpu_isa_name() {
   static const char* const names[] = {"base", "avx2", "avx512"};
   return names[cpu_isa_level()];
