@@ -370,3 +370,32 @@ def test_real_recipe_after_normalize_equals_the_steps_one_by_one():
                                                       after_normalize=after(True))(data)
         torch.testing.assert_close(got, want, rtol=0, atol=0)
         torch.testing.assert_close(soft, want_soft, rtol=0, atol=0)
+
+
+class _SharedProbe:
+    """Wraps a collate: in the worker, records whether the batch it made is in shared memory already (before the
+    DataLoader pickles it, which would copy a private batch there)."""
+
+    def __init__(self, collate):
+        self.collate = collate
+
+    def __call__(self, samples):
+        batch, labels = self.collate(samples)
+        return batch, labels, torch.tensor(batch.is_shared())
+
+
+@pytest.mark.parametrize("memory_format", [torch.contiguous_format, torch.channels_last], ids=["nchw", "nhwc"])
+def test_a_worker_normalizes_into_shared_memory(memory_format):
+    """In a worker the collate's last op writes into shared memory (no copy when the batch crosses), with the
+    values the main process makes (evaluation crops and an augment without draws: the same batch)."""
+    collate = ResizedCropMirrorNormalizeCollate(24, MEAN, STD, train=False, augment=lambda b: 255 - b,
+                                                memory_format=memory_format)
+    data = samples(8)
+    want = [collate(data[:4])[0], collate(data[4:])[0]]
+    assert not want[0].is_shared()  # the main process: private memory
+    got = list(DataLoader(data, batch_size=4, collate_fn=_SharedProbe(collate), num_workers=1))
+    assert len(got) == 2
+    for (batch, labels, shared), expected in zip(got, want):
+        assert bool(shared), "the worker's batch was not made in shared memory"
+        assert batch.is_contiguous(memory_format=memory_format) and labels.shape == (4,)
+        assert torch.equal(batch, expected)
