@@ -45,6 +45,7 @@ try:  # the policies, where this tensorops has them (not another checkout's, len
     import os.path
     import tensorops.augment.transforms
     HAS_AUGMENT = tensorops.augment.transforms.__file__.startswith(os.path.dirname(tensorops.__file__) + os.sep)
+    from tensorops.augment import *  # noqa: F401,F403  (the names tensorops.augment's docstring examples use)
 except Exception:  # absent, or not built into this library (tests/test_augment_*.py report that)
     HAS_AUGMENT = False
 """

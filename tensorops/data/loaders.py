@@ -70,13 +70,13 @@ class NormalizingLoader:
     that mixes labels (MixUp, CutMix, :mod:`tensorops.data.augmenting`) replaces the labels at ``label_key`` with
     its soft labels (computed where the labels are: the loader moves only the images). Where each augmentation runs is the caller's choice: given to the collate (``augment=`` of
     :class:`~tensorops.data.ResizedCropMirrorNormalizeCollate`) they run in the DataLoader workers on their CPUs;
-    given here they run on the device that normalizes. (RandomErasing is not yet fused into the normalize pass:
-    it runs as its own pass.)
+    given here they run on the device that normalizes.
 
     ``after_normalize``: transforms for the normalized float batch, right after the normalize, from the same
     ``generator`` and where the normalize runs: where the recipes put RandomErasing and MixUp / CutMix. The batch
-    is the loader's fresh output: give them ``inplace=True``. With a CPU loader this is how the workers can ship
-    uint8 batches (4x fewer bytes to place in shared memory) while the float-scale steps still come last.
+    is the loader's fresh output: give them ``inplace=True`` (they then write only what they change: RandomErasing
+    is not fused into the normalize pass, in place it costs its boxes only). With a CPU loader this is how the
+    workers can ship uint8 batches while the float-scale steps still come last.
 
     Args:
         loader: any iterable of batches: a tensor, or a tuple/list/dict holding the images at ``image_key``.
