@@ -291,6 +291,8 @@ def _signed(table: torch.Tensor, signed: torch.Tensor, ops: torch.Tensor, bins: 
 class _Batched(nn.Module):
     """make_params / transform / forward plumbing shared by every transform here."""
 
+    needs_labels = False  # tensorops.data.augmenting's protocol: MixUp and CutMix mix labels (True)
+
     def __init__(self, generator: Optional[torch.Generator] = None) -> None:
         super().__init__()
         self.generator = _pick_generator(generator, None)
@@ -963,6 +965,8 @@ def _from_partners_inplace(batch: torch.Tensor, partner: torch.Tensor,
 
 
 class _MixBase(_Batched):
+    needs_labels = True
+
     def __init__(self, alpha: float = 1.0, num_classes: Optional[int] = None, per_sample: bool = False, *,
                  inplace: bool = False, generator: Optional[torch.Generator] = None) -> None:
         super().__init__(generator)
@@ -1146,10 +1150,14 @@ class CutMix(_MixBase):
         rows = boxes.cpu()
         if n == 0 or not bool(((rows[:, 2] > 0) & (rows[:, 3] > 0)).any()):
             return out
-        if bool((rows == rows[0]).all()):  # v2: one box for the batch: one gather of the boxes, one write
-            i, j, h, w = rows[0].tolist()
-            region = out[:, :, i:i + h, j:j + w]
-            region.copy_(region[partner.to(batch.device)])
+        boxes_list = rows.tolist()
+
+        def step(k: int, x: torch.Tensor, src: torch.Tensor) -> None:
+            i, j, h, w = boxes_list[k]
+            x[:, i:i + h, j:j + w].copy_(src[:, i:i + h, j:j + w])
+
+        # box by box along the pairing's cycles (a gather of every box into a temporary was 3-5x slower)
+        if _from_partners_inplace(out, partner, step):
             return out
         patches = [batch[p, :, i:i + h, j:j + w].clone() for p, (i, j, h, w) in zip(partner.tolist(), rows.tolist())]
         for k, ((i, j, h, w), patch) in enumerate(zip(rows.tolist(), patches)):
@@ -1189,7 +1197,9 @@ class RandomChoice(_Batched):
             else list(transforms)
         total = float(sum(p))
         self.p = [float(v) / total for v in p]
-        self.needs_labels = any(getattr(t, "needs_labels", isinstance(t, _MixBase)) for t in transforms)
+        from tensorops.data.augmenting import needs_labels  # the batch path's rule (attribute, else signature)
+
+        self.needs_labels = any(needs_labels(t) for t in transforms)
 
     def make_params(self, batch: torch.Tensor, generator: Optional[torch.Generator] = None) -> Params:
         g = self._gen(generator)
