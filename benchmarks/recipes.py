@@ -12,7 +12,7 @@ The recipes (issue 36, item 6):
 * (b) timm's (DeiT): RandomResizedCrop(224) + flip + ``rand-m9-mstd0.5-inc1`` + Normalize + RandomErasing(0.25,
   per-pixel normal noise: timm's ``pixel`` mode, v2's ``value="random"``) + MixUp(0.8) / CutMix(1.0) per batch.
 
-Three paths per recipe, each a DataLoader over the same files with the same number of workers:
+Four paths per recipe, each a DataLoader over the same files with the same number of workers:
 
 * ``torchvision v2``: ``decode_jpeg(read_file)`` + the v2 transforms per image in the Dataset, ``default_collate``
   + ``RandomChoice([MixUp, CutMix])`` in the collate. timm's policy string has no v2 spelling: its column runs
@@ -21,10 +21,14 @@ Three paths per recipe, each a DataLoader over the same files with the same numb
 * ``torchvision v2 PIL``: the same on PIL images (ImageFolder's loader, the reference scripts' default backend)
   up to the policy, then ``PILToTensor``;
 * ``tensorops``: the file bytes (``tensorops.io.loader``) to ``ResizedCropMirrorNormalizeCollate``, which decodes
-  each JPEG where its box reads into a uint8 batch, runs the policy on it (``augment=``), normalizes, then runs
-  RandomErasing and ``RandomChoice([MixUp, CutMix])`` of ``tensorops.augment`` on the float batch in place
-  (``after_normalize=``, ``inplace=True``: the collate's batch is fresh, nothing else holds it); recipe (b)'s
-  policy from timm's string (``tensorops.augment.from_timm_string``).
+  each JPEG where its box reads into a uint8 batch, runs the policy on it (``augment=``), normalizes into the
+  worker's shared memory, then runs RandomErasing and ``RandomChoice([MixUp, CutMix])`` of ``tensorops.augment``
+  on the float batch in place (``after_normalize=``, ``inplace=True``: the collate's batch is fresh, nothing else
+  holds it); recipe (b)'s policy from timm's string (``tensorops.augment.from_timm_string``). The DataLoader is
+  wrapped in ``tensorops.data.RecyclingLoader``, which hands a batch's shared memory back to its worker once the
+  main process holds nothing of it;
+* ``tensorops, fresh memory``: the same without RecyclingLoader (every batch in fresh shared memory, as
+  ``default_collate``'s: its page faults are the workers' to pay).
 
 A round times one epoch (``--epoch`` images, cycling over the files) of every path of a recipe, interleaved in
 alternating order; the ratio is torchvision's epoch time over the path's, per round. CPU time is the user +
@@ -53,7 +57,8 @@ from benchmarks.pipeline_paths import BATCH, MEAN, STD, Files, epoch, pil_decode
 from benchmarks.timing import spread
 
 NUM_CLASSES = 1000
-TV, TV_PIL, TOPS = PATHS = ("torchvision v2", "torchvision v2 PIL", "tensorops")
+TV, TV_PIL, TOPS, TOPS_FRESH = PATHS = ("torchvision v2", "torchvision v2 PIL", "tensorops",
+                                        "tensorops, fresh memory")
 GRID = {  # files, rounds, images per epoch (cycling over the files)
     "smoke": (4, 1, 8),
     "quick": (64, 3, 320),
@@ -187,6 +192,13 @@ def make_loader(path: str, recipe: Dict[str, Any], files: Sequence[str], labels:
                              "(RandomErasing, RandomChoice([MixUp, CutMix]), inplace=True)"}
     loader = DataLoader(data, batch_size=BATCH, shuffle=False, num_workers=workers, collate_fn=collate,
                         persistent_workers=workers > 0)
+    if path == TOPS:  # the workers' shared memory handed back to them as batches are let go of
+        from tensorops.data import RecyclingLoader
+
+        loader = RecyclingLoader(loader)
+    if path in (TOPS, TOPS_FRESH):
+        how["loader"] = "RecyclingLoader(DataLoader(...))" if path == TOPS else \
+            "DataLoader(...): every batch in fresh shared memory, as default_collate's"
     return loader, how
 
 
@@ -221,6 +233,7 @@ def cpu_seconds(pids: Sequence[int]) -> float:
 
 
 def worker_pids(loader: Any) -> List[int]:
+    loader = getattr(loader, "loader", loader)  # a wrapper's DataLoader (RecyclingLoader)
     it = getattr(loader, "_iterator", None)
     return [w.pid for w in getattr(it, "_workers", []) or [] if w.pid is not None]
 
@@ -323,8 +336,12 @@ def run(grid: str = "quick", recipes: Sequence[str] = ("a", "b"), images: str = 
                   TV_PIL: "the same with PIL images (ImageFolder's loader; the reference's default backend) up to "
                           "the policy, then PILToTensor",
                   TOPS: "file bytes to the collate: decode into a uint8 batch where each box reads, the policy on "
-                        "the batch, tensorops.normalize, RandomErasing, RandomChoice([MixUp, CutMix]) of "
-                        "tensorops.augment (in place on the collate's fresh batch: inplace=True)"},
+                        "the batch (augment=), tensorops.normalize into the worker's shared memory, RandomErasing, "
+                        "RandomChoice([MixUp, CutMix]) of tensorops.augment in place (after_normalize=, "
+                        "inplace=True); the DataLoader wrapped in RecyclingLoader (the workers' shared memory reused "
+                        "once the main process lets a batch go)",
+                  TOPS_FRESH: "the same without RecyclingLoader: every batch in fresh shared memory (its page "
+                              "faults in the worker), as torchvision's default_collate"},
     }
     return {"meta": meta, "rows": rows}
 

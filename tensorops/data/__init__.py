@@ -2,7 +2,8 @@
 
 * :mod:`tensorops.data.collates`: ``collate_fn`` callables that crop (and resize), mirror and normalize a batch in one pass;
 * :mod:`tensorops.data.loaders`: :class:`NormalizingLoader`, normalizing uint8 batches in the consumer (CPU, or
-  a CUDA device one batch ahead on a side stream);
+  a CUDA device one batch ahead on a side stream); :class:`RecyclingLoader`, handing the shared memory of the
+  batches the workers made back to them (:mod:`tensorops.data.shared_batches`);
 * :mod:`tensorops.data.boxes`: the RandomResizedCrop and Resize + CenterCrop boxes for a whole batch;
 * :mod:`tensorops.data.seeding`: the collates' random streams, per DataLoader worker and epoch;
 * :mod:`tensorops.data.augmenting`: how ``augment=`` (of the collates and the loader) applies transforms, drawing
@@ -11,6 +12,7 @@
 """
 from tensorops.data.collates import CropMirrorNormalizeCollate, ResizedCropMirrorNormalizeCollate
 from tensorops.data.images import as_image
-from tensorops.data.loaders import NormalizingLoader
+from tensorops.data.loaders import NormalizingLoader, RecyclingLoader
 
-__all__ = ["CropMirrorNormalizeCollate", "ResizedCropMirrorNormalizeCollate", "NormalizingLoader", "as_image"]
+__all__ = ["CropMirrorNormalizeCollate", "ResizedCropMirrorNormalizeCollate", "NormalizingLoader", "RecyclingLoader",
+           "as_image"]

@@ -6,13 +6,14 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
-from torch.utils.data import default_collate, get_worker_info
+from torch.utils.data import default_collate
 
 from tensorops import _decode_ops
 from tensorops._checks import where
 from tensorops.crop_mirror_normalize import crop_mirror_normalize
 from tensorops.data import augmenting as _augmenting
 from tensorops.data import boxes as _boxes
+from tensorops.data import shared_batches as _shared_batches
 from tensorops.data.images import as_image
 from tensorops.data.seeding import Seeded
 from tensorops.normalize import normalize
@@ -34,19 +35,6 @@ def _pairs(samples: Sequence[Any], where: str) -> Tuple[List[Any], List[Any]]:
         images.append(sample[0])
         labels.append(sample[1])
     return images, labels
-
-
-def _worker_shared(shape: Tuple[int, ...], dtype: torch.dtype, memory_format: torch.memory_format
-                   ) -> Optional[torch.Tensor]:
-    """In a DataLoader worker: an empty batch in shared memory (the layout ``memory_format`` gives), for the last
-    op to write into, as ``default_collate`` stacks into one: the batch then crosses to the main process without
-    the copy into shared memory that pickling a private tensor makes (12-19 MB a batch of float32 224 x 224).
-    None in the main process."""
-    if get_worker_info() is None or 0 in shape:
-        return None
-    like = torch.empty(shape, dtype=dtype, memory_format=memory_format)  # its strides (no pages touched)
-    storage = torch.UntypedStorage._new_shared(like.numel() * like.element_size())
-    return torch.empty(0, dtype=dtype).set_(storage, 0, like.shape, like.stride())
 
 
 class _Augmenting(Seeded):
@@ -75,7 +63,7 @@ class _Augmenting(Seeded):
             if self.mean is not None:
                 mf = batch.suggest_memory_format() if self.memory_format == torch.preserve_format \
                     else self.memory_format
-                out = _worker_shared(tuple(batch.shape), self.dtype or torch.get_default_dtype(), mf)
+                out = _shared_batches.worker_batch(tuple(batch.shape), self.dtype or torch.get_default_dtype(), mf)
                 batch = normalize(batch, self.mean, self.std, dtype=self.dtype, memory_format=self.memory_format,
                                   out=out)
         if self.after_normalize and batch.shape[0] > 0:

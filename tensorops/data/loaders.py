@@ -2,15 +2,17 @@
 one batch ahead on a side stream)."""
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional, Tuple
+import sys
+from typing import Any, Iterator, List, Optional, Tuple
 
 import torch
 
 from tensorops._checks import where
 from tensorops.data import augmenting as _augmenting
+from tensorops.data import shared_batches as _shared_batches
 from tensorops.normalize import normalize
 
-__all__ = ["NormalizingLoader"]
+__all__ = ["NormalizingLoader", "RecyclingLoader"]
 
 _FN = where("data.NormalizingLoader")
 
@@ -199,3 +201,112 @@ class NormalizingLoader:
         if isinstance(labels, torch.Tensor) and labels.device.type == "cuda":
             self._cuda.record(labels, current)
         return self._replace(batch, images, labels)
+
+
+_RFN = where("data.RecyclingLoader")
+
+
+class RecyclingLoader:
+    """Wraps a DataLoader whose workers run tensorops' collates and hands each batch's shared memory back to the
+    worker that made it once nothing in this process can read it any more, so that the worker writes a later batch
+    there instead of into fresh shared memory, whose page faults cost about 0.3 ms/image on float32 176 x 176
+    batches (:mod:`tensorops.data.shared_batches`).
+
+    The batches are exactly the wrapped loader's. Batch k is handed back when batch k + 2 is requested, and only
+    if neither the batch (its tuple, list or dict) nor its image tensor is referenced by anything but this loader
+    and no other tensor shares its memory: keep a batch, a slice of it or a view, and its memory is simply not
+    recycled. Batches that are not a worker's blocks (``num_workers=0``, other collates, ``pin_memory=True``'s
+    pinned copies) pass through untouched.
+
+    Args:
+        loader: an iterable of batches (a DataLoader with ``num_workers > 0`` and one of tensorops' collates).
+        image_key: where the images are in each batch (0 for ``(images, labels)``; a bare tensor is the images).
+
+    Example:
+        >>> from torch.utils.data import DataLoader
+        >>> from tensorops.data import RecyclingLoader, ResizedCropMirrorNormalizeCollate
+        >>> ds = [(torch.randint(0, 256, (3, 300, 400), dtype=torch.uint8), 0) for _ in range(8)]
+        >>> collate = ResizedCropMirrorNormalizeCollate(224, [0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+        >>> loader = RecyclingLoader(DataLoader(ds, batch_size=4, collate_fn=collate))
+        >>> [tuple(images.shape) for images, labels in loader]
+        [(4, 3, 224, 224), (4, 3, 224, 224)]
+    """
+
+    KEEP = 8  # batches awaiting their release at most (a batch held longer is left to the garbage collector)
+
+    def __init__(self, loader: Any, *, image_key: Any = 0) -> None:
+        self.loader, self.image_key = loader, image_key
+        self._baselines: dict = {}
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def _counts(self, batch: Any) -> Optional[Tuple[int, int, int]]:
+        """(references to the batch's container (-1: a bare tensor), to its images, tensors on the images'
+        memory), or None where its images are not a worker's block."""
+        container = -1
+        if isinstance(batch, torch.Tensor):
+            images = batch
+        else:
+            container = sys.getrefcount(batch)
+            try:
+                images = batch[self.image_key]
+            except (KeyError, IndexError, TypeError):
+                return None
+        if not isinstance(images, torch.Tensor) or images.device.type != "cpu" or not _shared_batches.is_block(images):
+            return None
+        refs, uses = _shared_batches.holders(images)
+        return container, refs, uses
+
+    def _baseline(self, batch: Any) -> Tuple[int, int, int]:
+        """The counts of a batch like ``batch`` that only this loader holds, taken through the same chain of calls
+        as a real one (so that they are whatever this Python counts): a private tensor marked as a block, in a
+        container like ``batch``'s, popped from a list as __iter__ pops it, passed through one frame as
+        _try_release passes it."""
+        key = (type(batch), len(batch) if isinstance(batch, (list, tuple)) else 0)
+        if key not in self._baselines:
+            storage = torch.UntypedStorage(64 + _shared_batches.TRAILER)
+            torch.empty(0, dtype=torch.int64).set_(storage, 8, (8,), (1,))[0] = _shared_batches.MAGIC
+            dummy = torch.empty(0, dtype=torch.uint8).set_(storage, 0, (64,), (1,))
+            del storage
+            if isinstance(batch, torch.Tensor):
+                container: Any = dummy
+            elif isinstance(batch, dict):
+                container = {self.image_key: dummy}
+            else:
+                items = [None] * len(batch)
+                items[self.image_key] = dummy
+                container = tuple(items) if isinstance(batch, tuple) else items
+                del items
+            del dummy
+            waiting = [container]
+            del container
+            item = waiting.pop(0)
+            self._baselines[key] = self._counts_in_a_frame(item)
+            del item
+        return self._baselines[key]
+
+    def _counts_in_a_frame(self, batch: Any) -> Optional[Tuple[int, int, int]]:
+        return self._counts(batch)
+
+    def _try_release(self, batch: Any) -> Optional[bool]:
+        """True: released; False: still held elsewhere (try again later); None: not a worker's block."""
+        counts = self._counts(batch)
+        if counts is None:
+            return None
+        if counts[1] < 0 or counts != self._baseline(batch):
+            return False
+        return _shared_batches.release(batch if isinstance(batch, torch.Tensor) else batch[self.image_key])
+
+    def __iter__(self) -> Iterator[Any]:
+        waiting: List[Any] = []
+        for batch in self.loader:
+            kept: List[Any] = []
+            while waiting:
+                item = waiting.pop(0)
+                if self._try_release(item) is False:
+                    kept.append(item)
+                del item
+            waiting = kept[-self.KEEP:]
+            yield batch
+            waiting.append(batch)
