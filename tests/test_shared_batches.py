@@ -30,6 +30,15 @@ def _loader(workers=2, persistent=True, **kw):
                       persistent_workers=persistent and workers > 0)
 
 
+@pytest.fixture
+def worker(monkeypatch):
+    """This process as a DataLoader worker, as far as shared_batches can tell, with an empty pool."""
+    monkeypatch.setattr(sb, "get_worker_info", lambda: object())
+    monkeypatch.setattr(sb, "_blocks", [])
+    monkeypatch.setattr(sb, "_recycled", None)
+    monkeypatch.setattr(sb, "_taken", 0)
+
+
 @pytest.fixture(scope="module")
 def plain():
     return [x.clone() for x, _ in _loader(workers=0)]
@@ -70,9 +79,7 @@ def test_a_kept_view_or_container_keeps_its_batch(plain):
     assert torch.equal(tuples[0], plain[1]) and sb.times_written(tuples[0]) == 1
 
 
-def test_holders_count_references_and_views_and_release_frees_a_held_block(monkeypatch):
-    monkeypatch.setattr(sb, "get_worker_info", lambda: object())  # a worker, as far as worker_batch can tell
-    monkeypatch.setattr(sb, "_blocks", [])
+def test_holders_count_references_and_views_and_release_frees_a_held_block(worker):
     x = sb.worker_batch((2, 3, 5, 7), torch.float32, torch.channels_last)
     assert sb.is_block(x) and x.is_contiguous(memory_format=torch.channels_last) and sb.times_written(x) == 1
     refs, uses = sb.holders(x)
@@ -92,11 +99,9 @@ def test_holders_count_references_and_views_and_release_frees_a_held_block(monke
 
 
 @pytest.mark.parametrize("form", ["tuple", "list", "dict", "tensor"])
-def test_recycling_loader_releases_only_what_nobody_else_holds(monkeypatch, form):
+def test_recycling_loader_releases_only_what_nobody_else_holds(worker, form):
     """The loader's reference counts against its calibrated baseline, for every batch form: a batch released
     once nothing holds it, kept while a name, a list or a view holds it."""
-    monkeypatch.setattr(sb, "get_worker_info", lambda: object())
-    monkeypatch.setattr(sb, "_blocks", [])
     made = []
 
     def batches():
@@ -120,9 +125,7 @@ def test_recycling_loader_releases_only_what_nobody_else_holds(monkeypatch, form
     assert sb.times_written(images) == 1 and sb.times_written(keep_view) == 1
 
 
-def test_blocks_are_capped_per_worker(monkeypatch):
-    monkeypatch.setattr(sb, "get_worker_info", lambda: object())
-    monkeypatch.setattr(sb, "_blocks", [])
+def test_blocks_are_capped_per_worker(worker):
     held = [sb.worker_batch((1, 3, 4, 4), torch.float32, torch.contiguous_format) for _ in range(sb.MAX_BLOCKS + 2)]
     assert len(sb._blocks) == sb.MAX_BLOCKS
     assert [sb.is_block(t) for t in held] == [True] * sb.MAX_BLOCKS + [False, False]  # beyond: fresh memory
@@ -142,3 +145,42 @@ def test_workers_that_are_not_persistent_start_afresh(plain):
     loader = RecyclingLoader(_loader(persistent=False))
     for _ in range(2):
         assert all(torch.equal(x, plain[k]) for k, (x, _) in enumerate(loader))
+
+
+def test_a_worker_whose_blocks_never_come_back_stops_keeping_them(worker):
+    """Without RecyclingLoader nothing is released: after PROBE batches the worker keeps no block pinned."""
+    batches = [sb.worker_batch((1, 3, 4, 4), torch.float32, torch.contiguous_format) for _ in range(sb.PROBE)]
+    assert sum(sb.is_block(b) for b in batches) == sb.MAX_BLOCKS and len(sb._blocks) == sb.MAX_BLOCKS
+    late = sb.worker_batch((1, 3, 4, 4), torch.float32, torch.contiguous_format)
+    assert sb._blocks == [] and not sb.is_block(late) and late.is_shared()
+
+
+def test_shared_copies_a_private_batch_once_into_a_block(worker):
+    x = torch.randn(2, 3, 5, 6).contiguous(memory_format=torch.channels_last)
+    y = sb.shared(x)
+    assert y.is_shared() and sb.is_block(y) and torch.equal(y, x) and y.stride() == x.stride()
+    assert sb.shared(y) is y  # already shared: as it is
+
+
+@pytest.mark.parametrize("collate_kind", ["fused", "crop", "after_normalize_copying"])
+def test_every_collate_path_sends_blocks_that_come_back(collate_kind, plain):
+    """The fused pass (no augment), the crop collate and a non-inplace after_normalize all end in a block that
+    RecyclingLoader hands back (the batches are the plain ones, and blocks are written again)."""
+    from tensorops.data import CropMirrorNormalizeCollate
+
+    if collate_kind == "fused":
+        collate = ResizedCropMirrorNormalizeCollate(24, MEAN, STD, train=False)
+    elif collate_kind == "crop":
+        collate = CropMirrorNormalizeCollate(24, MEAN, STD, train=False)
+    else:
+        collate = ResizedCropMirrorNormalizeCollate(24, MEAN, STD, train=False, augment=lambda b: 255 - b,
+                                                    after_normalize=lambda b: b * 1.0)  # a new tensor
+    want = [x.clone() for x, _ in DataLoader(_dataset(), batch_size=4, collate_fn=collate)]
+    loader = RecyclingLoader(DataLoader(_dataset(), batch_size=4, collate_fn=collate, num_workers=2,
+                                        persistent_workers=True))
+    written = []
+    for _ in range(2):
+        for k, (x, _) in enumerate(loader):
+            assert torch.equal(x, want[k])
+            written.append(sb.times_written(x))
+    assert min(written) >= 1 and max(written) > 1

@@ -57,18 +57,23 @@ class _Augmenting(Seeded):
         then normalized when the collate gives float batches, then ``after_normalize``; ``labels`` collated (soft
         labels after MixUp or CutMix)."""
         labels = default_collate(labels) if isinstance(labels, list) else labels
+        out = None
         if self.augment:
             if batch.shape[0] > 0:
                 batch, labels = _augmenting.apply(self.augment, batch, labels, self._rng())
             if self.mean is not None:
-                mf = batch.suggest_memory_format() if self.memory_format == torch.preserve_format \
+                # in a worker, straight into shared memory (the batch then crosses without a copy)
+                mf = _shared_batches.layout_of(batch) if self.memory_format == torch.preserve_format \
                     else self.memory_format
                 out = _shared_batches.worker_batch(tuple(batch.shape), self.dtype or torch.get_default_dtype(), mf)
                 batch = normalize(batch, self.mean, self.std, dtype=self.dtype, memory_format=self.memory_format,
                                   out=out)
         if self.after_normalize and batch.shape[0] > 0:
             batch, labels = _augmenting.apply(self.after_normalize, batch, labels, self._rng())
-        return batch, labels
+        if out is not None and batch.data_ptr() != out.data_ptr():
+            _shared_batches.release(out)  # a transform replaced the batch: the block never left, back to the pool
+        # in a worker: into shared memory the worker can reuse (RecyclingLoader); a no-op where it is there already
+        return _shared_batches.shared(batch), labels
 
 
 class CropMirrorNormalizeCollate(_Augmenting):

@@ -14,7 +14,8 @@ read it any more: :class:`tensorops.data.RecyclingLoader` releases batch k when 
 the loop variables hold batch k + 1) and only if no other Python reference to its tensor and no other tensor on
 its memory (a view, a slice kept in a list) is left; a batch someone still holds is never released, and the worker
 makes a new block instead (beyond MAX_BLOCKS in use, fresh memory as before). Without RecyclingLoader nothing is
-released and every batch gets fresh memory, as with ``default_collate``.
+released and every batch gets fresh memory, as with ``default_collate``: a worker that sees none of its first
+PROBE blocks come back stops keeping blocks (nothing stays pinned in its memory).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from typing import Any, List, Optional, Tuple
 import torch
 from torch.utils.data import get_worker_info
 
-__all__ = ["worker_batch", "release", "holders", "is_block", "times_written", "MAX_BLOCKS"]
+__all__ = ["worker_batch", "shared", "release", "holders", "is_block", "times_written", "MAX_BLOCKS"]
 
 MAGIC = 0x306F7370736E6574  # "tensops0" as bytes, little-endian
 FREE, HELD = 0, 1
@@ -32,6 +33,11 @@ TRAILER = 64  # bytes: int64 [magic, state, times written, 0...]
 MAX_BLOCKS = 8  # per worker process: in flight (prefetch_factor) + held by the consumer, with room to spare
 
 _blocks: List[torch.UntypedStorage] = []  # this worker's blocks (empty in the main process)
+# whether this worker's batches come back: None until a block is seen released or PROBE batches go by without one
+# (then False: no RecyclingLoader in the main process, and the worker keeps no blocks pinned in memory)
+_recycled: Optional[bool] = None
+_taken = 0
+PROBE = 2 * MAX_BLOCKS
 
 
 def _trailer(storage: torch.UntypedStorage) -> Optional[torch.Tensor]:
@@ -61,10 +67,15 @@ def worker_batch(shape: Tuple[int, ...], dtype: torch.dtype, memory_format: torc
     in use) fresh shared memory. None in the main process (its batches stay private)."""
     if get_worker_info() is None or 0 in shape:
         return None
+    global _recycled, _taken
     like = torch.empty(shape, dtype=dtype, memory_format=memory_format)  # its strides (no pages touched)
     nbytes = like.numel() * like.element_size()
     size = -(-nbytes // 64) * 64 + TRAILER  # the batch, padded to 64 bytes, then the trailer
     storage = None
+    _taken += 1
+    if _recycled is None and _taken > PROBE:  # nothing came back: no recycler; pin nothing
+        _recycled = False
+        _blocks.clear()
     for block in _blocks:
         if block.nbytes() == size:
             trailer = _trailer(block)
@@ -72,17 +83,36 @@ def worker_batch(shape: Tuple[int, ...], dtype: torch.dtype, memory_format: torc
                 trailer[1] = HELD
                 trailer[2] += 1
                 storage = block
+                _recycled = True
                 break
     if storage is None:
         storage = torch.UntypedStorage._new_shared(size)
         trailer = torch.empty(0, dtype=torch.int64).set_(storage, (size - TRAILER) // 8, (TRAILER // 8,), (1,))
         trailer.zero_()
-        trailer[0], trailer[1], trailer[2] = MAGIC, HELD, 1
-        if len(_blocks) < MAX_BLOCKS:
+        if _recycled is not False and len(_blocks) < MAX_BLOCKS:
+            trailer[0], trailer[1], trailer[2] = MAGIC, HELD, 1
             _blocks.append(storage)
-        else:  # kept by no one here: never reused, freed with the batch
-            trailer[0] = 0
+        # else: kept by no one here, not a block: never reused, freed with the batch
     return torch.empty(0, dtype=dtype).set_(storage, 0, like.shape, like.stride())
+
+
+def layout_of(batch: torch.Tensor) -> torch.memory_format:
+    """channels_last for a 4-d batch laid out so (and not also contiguous), else contiguous_format."""
+    if batch.dim() == 4 and batch.is_contiguous(memory_format=torch.channels_last) and not batch.is_contiguous():
+        return torch.channels_last
+    return torch.contiguous_format
+
+
+def shared(batch: torch.Tensor) -> torch.Tensor:
+    """In a worker, ``batch`` in shared memory for the trip to the main process: as it is when it already is there
+    (an op wrote it into :func:`worker_batch`'s memory), else copied into a block (the copy pickling would make
+    anyway, into memory whose pages are already there once the block is recycled). Elsewhere ``batch``."""
+    if get_worker_info() is None or batch.is_shared() or batch.numel() == 0 or batch.device.type != "cpu":
+        return batch
+    out = worker_batch(tuple(batch.shape), batch.dtype, layout_of(batch))
+    if out is None or out.stride() != batch.stride():
+        return batch
+    return out.copy_(batch)
 
 
 def holders(batch: torch.Tensor) -> Tuple[int, int]:
