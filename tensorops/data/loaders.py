@@ -216,7 +216,8 @@ class RecyclingLoader:
     if neither the batch (its tuple, list or dict) nor its image tensor is referenced by anything but this loader
     and no other tensor shares its memory: keep a batch, a slice of it or a view, and its memory is simply not
     recycled. Batches that are not a worker's blocks (``num_workers=0``, other collates, ``pin_memory=True``'s
-    pinned copies) pass through untouched.
+    pinned copies) pass through untouched. What it cannot see: a batch handed on to another process (a
+    torch.multiprocessing queue shares the same memory): do not wrap a loader whose batches go on elsewhere.
 
     Args:
         loader: an iterable of batches (a DataLoader with ``num_workers > 0`` and one of tensorops' collates).

@@ -110,7 +110,10 @@ def shared(batch: torch.Tensor) -> torch.Tensor:
     if get_worker_info() is None or batch.is_shared() or batch.numel() == 0 or batch.device.type != "cpu":
         return batch
     out = worker_batch(tuple(batch.shape), batch.dtype, layout_of(batch))
-    if out is None or out.stride() != batch.stride():
+    if out is None:
+        return batch
+    if out.stride() != batch.stride():  # a layout the blocks do not make (an expanded or strided batch)
+        release(out)  # never left this worker: back to the pool
         return batch
     return out.copy_(batch)
 
