@@ -4,8 +4,9 @@
 // defined (cuda_utils.cuh); nothing here is compiled into the shipped extension.
 //
 // The model, chosen so that the sanitizers see what a GPU would do wrong:
-//  * One OS thread per CUDA thread of a block; the blocks of a launch run one after another, on the same threads.
-//    A launch runs every block, or the subset set with set_block_filter() (first, last, the blocks whose
+//  * One fiber per CUDA thread of a block (emu/fiber.h), all on the launching OS thread: a thread runs until it
+//    waits at a barrier or leaves the kernel, then the next; the blocks of a launch run one after another. A launch
+//    runs every block, or the subset set with set_block_filter() (first, last, the blocks whose
 //    grid-stride counters pass 2^31 or 2^32 ...), so the index-width paths run on multi-GB tensors in seconds.
 //  * `__shared__` is a static object per kernel instantiation (blocks never overlap, so one copy serves all);
 //    dynamic shared memory (TENSOROPS_DYNAMIC_SHARED) is a heap block of exactly the launch's size, filled with
@@ -17,8 +18,9 @@
 //    a warp: only the full mask is emulated, and a lane that left before its warp's collective, or lanes that
 //    meet at different call sites, are reported with the source line.
 //  * Atomics are std::atomic_ref; everything else (memory, vector types with their alignment, c10::Half) is the
-//    host's. Barriers are a mutex and condition variables, so ThreadSanitizer sees their ordering: a missing
-//    __syncthreads between a shared-memory write and another thread's read is reported as a data race.
+//    host's. ThreadSanitizer sees each fiber as a thread, ordered with the others only by barriers, atomics and
+//    the block's start and end: a missing __syncthreads between a shared-memory write and another thread's read
+//    is reported as a data race.
 // What it cannot see: races between blocks (they run in turn), code under #ifdef __CUDA_ARCH__ (the host branch
 // compiles instead), inline PTX, partial-mask collectives, FMA contraction (nvcc contracts a*b+c; g++ does not
 // unless told), launch limits (registers, the 4 KB / 32 KB parameter limit), and speed.
@@ -33,7 +35,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -43,7 +44,6 @@
 #include <source_location>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -183,65 +183,46 @@ inline void launch(const void* kernel, dim3 grid, dim3 block, size_t smem, const
     }
   }
   Launch L(threads, smem);
-  // One thread per CUDA thread; all of them run the blocks in turn, meeting at a block gate between blocks.
-  std::mutex gate_m;
-  std::condition_variable gate_cv;
-  int at_gate = 0;
-  size_t block_no = 0;
-  bool stop = false;
-  std::string thread_error;
-  std::atomic<int64_t> entered{0};  // (block, thread) pairs that called the kernel body
-  if (!run.empty()) L.begin_block();
-  auto worker = [&](int t) {
+  // One fiber per CUDA thread (emu/fiber.h), on this OS thread; the blocks run in turn.
+  int64_t entered = 0;  // (block, thread) pairs that called the kernel body
+  uint3 block_index{0, 0, 0};
+  int64_t block_no = 0;
+  const std::function<void(int)> enter = [&](int t) {  // restores the thread-locals of fiber t
     place = ThreadPlace{&L, t};
     blockDim = block;
     gridDim = grid;
+    blockIdx = block_index;
     threadIdx = uint3{t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
-    for (size_t i = 0;; ++i) {
-      {
-        std::unique_lock<std::mutex> lock(gate_m);
-        gate_cv.wait(lock, [&] { return block_no >= i || stop; });
-        if (stop || i >= run.size()) break;
-      }
-      const int64_t b = run[i];
-      blockIdx = uint3{static_cast<unsigned>(b % grid.x), static_cast<unsigned>((b / grid.x) % grid.y),
-                       static_cast<unsigned>(b / (int64_t{grid.x} * grid.y))};
-      try {
-        entered.fetch_add(1, std::memory_order_relaxed);
-        body();
-      } catch (const Abort&) {
-      } catch (const std::exception& e) {
-        L.fail(std::string("exception in thread ") + std::to_string(t) + " of block " + std::to_string(b) + ": " +
-               e.what());
-      }
-      L.thread_exited(t);
-      std::unique_lock<std::mutex> lock(gate_m);
-      if (++at_gate == threads) {  // the last thread of this block opens the gate for the next
-        at_gate = 0;
-        if (L.aborted() || i + 1 >= run.size()) {
-          stop = true;
-        } else {
-          L.begin_block();
-        }
-        block_no = i + 1;
-        gate_cv.notify_all();
-      } else {
-        const size_t next = i + 1;
-        gate_cv.wait(lock, [&] { return block_no >= next || stop; });
-      }
-      if (stop) break;
-    }
-    place = ThreadPlace{};
   };
-  if (!run.empty()) {
-    std::vector<std::thread> pool;
-    pool.reserve(static_cast<size_t>(threads));
-    for (int t = 0; t < threads; ++t) pool.emplace_back(worker, t);
-    for (auto& th : pool) th.join();
+  const std::function<void(int)> task = [&](int t) {
+    {
+      Quiet q;
+      ++entered;
+    }
+    try {
+      body();
+    } catch (const Abort&) {
+    } catch (const std::exception& e) {
+      L.fail(std::string("exception in thread ") + std::to_string(t) + " of block " + std::to_string(block_no) + ": " +
+             e.what());
+    } catch (...) {
+      L.fail(std::string("an exception that is not a std::exception in thread ") + std::to_string(t) + " of block " +
+             std::to_string(block_no));
+    }
+    L.thread_exited(t);
+  };
+  for (const int64_t b : run) {
+    L.begin_block();
+    block_no = b;
+    block_index = uint3{static_cast<unsigned>(b % grid.x), static_cast<unsigned>((b / grid.x) % grid.y),
+                        static_cast<unsigned>(b / (int64_t{grid.x} * grid.y))};
+    FiberPool::get().run_block(threads, task, enter);
+    if (L.aborted()) break;
   }
+  place = ThreadPlace{};
   add_event("launch " + name + " grid=" + std::to_string(nblocks) + " block=" + std::to_string(threads) +
             " smem=" + std::to_string(smem) + " ran=" + std::to_string(run.size()) +
-            " entered=" + std::to_string(entered.load()));
+            " entered=" + std::to_string(entered));
   if (L.aborted()) throw std::runtime_error("tensorops emulator: " + name + ": " + L.error());
 }
 

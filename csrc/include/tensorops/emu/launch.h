@@ -1,18 +1,20 @@
 // The emulated device's launch state (included by emu/device.h, nothing else): one running launch's block
-// barriers, warp exchanges and failure, shared by the OS threads that run its CUDA threads and guarded by one
-// mutex. What a divergent barrier or collective reports is decided here.
+// barriers, warp exchanges and failure, shared by the fibers that run its CUDA threads (emu/fiber.h). What a
+// divergent barrier or collective reports is decided here, and where the threads of a block are ordered: a
+// barrier that opens orders what every thread did before it before what any does after (for ThreadSanitizer,
+// a release and an acquire per barrier), as on a GPU.
 #pragma once
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <source_location>
 #include <string>
 #include <vector>
+
+#include "tensorops/emu/fiber.h"
 
 namespace tensorops {
 namespace emu {
@@ -27,13 +29,15 @@ inline bool same_site(const Site& a, const Site& b) {
 // Thrown inside a kernel thread to leave the kernel once the launch has failed (caught by the launch).
 struct Abort {};
 
-// The state of one running launch, shared by its threads and guarded by one mutex.
+// The state of one running launch, shared by its fibers (touched in Quiet scopes only: its own accesses are no
+// ordering between CUDA threads). A waiting thread yields to the others until its barrier opens.
 class Launch {
  public:
   Launch(int threads, size_t smem) : threads_(threads), smem_bytes_(smem), warps_((threads + 31) / 32) {}
 
-  // ---- block lifecycle (called by the thread pool of emu::launch) ----
+  // ---- block lifecycle (called by emu::launch on the launching thread) ----
   void begin_block() {  // by the launcher, before the threads start a block
+    Quiet q;
     live_ = threads_;
     sync_arrived_ = 0;
     waiting_ = 0;
@@ -50,7 +54,7 @@ class Launch {
 
   // A thread left the kernel body (returned, or aborted): it drops out of the block's and its warp's barriers.
   void thread_exited(int t) {
-    std::unique_lock<std::mutex> lock(m_);
+    Quiet q;
     --live_;
     if (sync_arrived_ > 0 && sync_arrived_ == live_) release_sync(sync_arrived_);
     Warp& w = warps_[t / 32];
@@ -66,79 +70,93 @@ class Launch {
 
   // ---- __syncthreads ----
   void syncthreads(const Site& site) {
-    std::unique_lock<std::mutex> lock(m_);
-    check_abort();
-    if (sync_arrived_ == 0) {
-      sync_site_ = site;
-    } else if (!same_site(site, sync_site_)) {
-      fail_locked("threads of one block wait at different __syncthreads: " + where(sync_site_) + " and " +
-                  where(site));
-      throw Abort{};
+    uint64_t gen = 0;
+    bool wait = false;
+    {
+      Quiet q;
+      check_abort();
+      if (sync_arrived_ == 0) {
+        sync_site_ = site;
+      } else if (!same_site(site, sync_site_)) {
+        fail_locked("threads of one block wait at different __syncthreads: " + where(sync_site_) + " and " +
+                    where(site));
+        throw Abort{};
+      }
+      gen = sync_gen_;
+      release(&sync_hb_[gen & 1]);
+      ++sync_arrived_;
+      if (sync_arrived_ == live_) {
+        release_sync(sync_arrived_ - 1);
+      } else {
+        park();
+        wait = true;
+      }
     }
-    ++sync_arrived_;
-    if (sync_arrived_ == live_) {
-      release_sync(sync_arrived_ - 1);
-      return;
-    }
-    const uint64_t gen = sync_gen_;
-    park();
-    cv_.wait(lock, [&] { return sync_gen_ != gen || aborted_; });
-    check_abort();
+    if (wait) wait_until([&] { return sync_gen_ != gen || aborted_; });
+    acquire(&sync_hb_[gen & 1]);
   }
 
   // ---- warp collectives: every live lane deposits 8 bytes, all see every lane's ----
   void warp_exchange(int t, unsigned mask, uint64_t value, const char* what, const Site& site, uint64_t* all) {
-    std::unique_lock<std::mutex> lock(m_);
-    check_abort();
-    if (mask != 0xffffffffu) {
-      fail_locked(std::string(what) + " with mask " + std::to_string(mask) + " at " + where(site) +
-                  ": only the full mask is emulated");
-      throw Abort{};
-    }
     Warp& w = warps_[t / 32];
-    if (w.size != 32) {
-      fail_locked(std::string(what) + " at " + where(site) + " in a warp of " + std::to_string(w.size) +
-                  " threads (the block size is not a multiple of 32)");
-      throw Abort{};
-    }
-    if (w.arrived == 0) {
-      w.site = site;
-    } else if (!same_site(site, w.site)) {
-      fail_locked("lanes of warp " + std::to_string(t / 32) + " meet at different warp collectives: " +
-                  where(w.site) + " and " + std::string(what) + " at " + where(site));
-      throw Abort{};
-    }
-    w.slot[t % 32] = value;
-    ++w.arrived;
-    if (w.arrived == w.live) {
-      if (w.live != 32) {
-        fail_locked(std::string(what) + " at " + where(site) + ": " + std::to_string(32 - w.live) +
-                    " lane(s) of warp " + std::to_string(t / 32) + " already left the kernel (full mask)");
-        release_warp(w, w.arrived - 1);
+    uint64_t gen = 0;
+    bool wait = false;
+    {
+      Quiet q;
+      check_abort();
+      if (mask != 0xffffffffu) {
+        fail_locked(std::string(what) + " with mask " + std::to_string(mask) + " at " + where(site) +
+                    ": only the full mask is emulated");
         throw Abort{};
       }
-      std::memcpy(w.result, w.slot, sizeof(w.slot));
-      release_warp(w, w.arrived - 1);
-    } else {
-      const uint64_t gen = w.gen;
-      park();
-      cv_.wait(lock, [&] { return w.gen != gen || aborted_; });
-      check_abort();
+      if (w.size != 32) {
+        fail_locked(std::string(what) + " at " + where(site) + " in a warp of " + std::to_string(w.size) +
+                    " threads (the block size is not a multiple of 32)");
+        throw Abort{};
+      }
+      if (w.arrived == 0) {
+        w.site = site;
+      } else if (!same_site(site, w.site)) {
+        fail_locked("lanes of warp " + std::to_string(t / 32) + " meet at different warp collectives: " +
+                    where(w.site) + " and " + std::string(what) + " at " + where(site));
+        throw Abort{};
+      }
+      gen = w.gen;
+      release(&w.hb[gen & 1]);
+      w.slot[t % 32] = value;
+      ++w.arrived;
+      if (w.arrived == w.live) {
+        if (w.live != 32) {
+          fail_locked(std::string(what) + " at " + where(site) + ": " + std::to_string(32 - w.live) +
+                      " lane(s) of warp " + std::to_string(t / 32) + " already left the kernel (full mask)");
+          release_warp(w, w.arrived - 1);
+          throw Abort{};
+        }
+        std::memcpy(w.result, w.slot, sizeof(w.slot));
+        release_warp(w, w.arrived - 1);
+      } else {
+        park();
+        wait = true;
+      }
     }
+    if (wait) wait_until([&] { return w.gen != gen || aborted_; });
+    acquire(&w.hb[gen & 1]);
+    Quiet q;
+    check_abort();
     std::memcpy(all, w.result, sizeof(w.result));
   }
 
   // ---- failures ----
   void fail(const std::string& msg) {
-    std::unique_lock<std::mutex> lock(m_);
+    Quiet q;
     fail_locked(msg);
   }
   bool aborted() {
-    std::unique_lock<std::mutex> lock(m_);
+    Quiet q;
     return aborted_;
   }
   std::string error() {
-    std::unique_lock<std::mutex> lock(m_);
+    Quiet q;
     return error_;
   }
 
@@ -148,19 +166,32 @@ class Launch {
     uint64_t gen = 0;
     Site site;
     uint64_t slot[32] = {}, result[32] = {};
+    char hb[2] = {};  // the release / acquire of exchanges of even and odd generations
   };
+  // Yields to the other fibers until pred() (read in a Quiet scope) holds; then throws Abort if the launch failed.
+  template <typename P>
+  void wait_until(const P& pred) {
+    for (;;) {
+      {
+        Quiet q;
+        if (pred()) {
+          check_abort();
+          return;
+        }
+      }
+      FiberPool::get().yield();
+    }
+  }
   // `parked`: the threads waiting at the barrier being released (the releasing thread is not one of them).
   void release_sync(int parked) {
     sync_arrived_ = 0;
     ++sync_gen_;
     waiting_ -= parked;
-    cv_.notify_all();
   }
   void release_warp(Warp& w, int parked) {
     w.arrived = 0;
     ++w.gen;
     waiting_ -= parked;
-    cv_.notify_all();
   }
   // A thread is about to wait at a barrier. When every live thread of the block waits and none of the barriers can
   // open (threads split between __syncthreads and a warp collective, or between two warp collectives), a GPU
@@ -182,18 +213,16 @@ class Launch {
   }
   void fail_locked(const std::string& msg) {
     if (!aborted_) error_ = msg;
-    aborted_ = true;
-    cv_.notify_all();
+    aborted_ = true;  // the waiting threads see it when next resumed
   }
 
   const int threads_;
   const size_t smem_bytes_;
   std::unique_ptr<unsigned char[]> smem_;
-  std::mutex m_;
-  std::condition_variable cv_;
   int live_ = 0, sync_arrived_ = 0, waiting_ = 0;
   uint64_t sync_gen_ = 0;
   Site sync_site_;
+  char sync_hb_[2] = {};  // the release / acquire of __syncthreads of even and odd generations
   std::vector<Warp> warps_;
   bool aborted_ = false;
   std::string error_;
