@@ -70,12 +70,9 @@ def strict() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 
 
-# What every translation unit of the emulated build includes first (precompiled once per build).
-PCH = """#pragma once
-#include <ATen/ATen.h>
-#include <ATen/Dispatch_v2.h>
-#include <torch/library.h>
-"""
+# What every translation unit of the emulated build includes first (precompiled once per build): the header
+# setup.py precompiles for the shipped build too.
+PCH = (CSRC / "include" / "tensorops" / "pch.h").read_text()
 
 
 def cxx() -> str | None:
