@@ -904,9 +904,7 @@ def _paste(batch: torch.Tensor, boxes: torch.Tensor, value: torch.Tensor, inplac
     if not bool(erased.any()):
         return out
     c = batch.shape[1]
-    if value.ndim == 2:
-        value = value.to(device=batch.device, dtype=batch.dtype)
-    elif value.ndim == 1:
+    if value.ndim in (1, 2):
         value = value.to(device=batch.device, dtype=batch.dtype)
     start = 0
     for k, (i, j, h, w) in zip(erased.nonzero()[:, 0].tolist(), rows[erased].tolist()):
@@ -947,21 +945,17 @@ def _cycles(partner: List[int]) -> Optional[List[List[int]]]:
     return out
 
 
-def _from_partners_inplace(batch: torch.Tensor, partner: torch.Tensor,
-                           step: Callable[[int, torch.Tensor, torch.Tensor], None]) -> bool:
+def _from_partners_inplace(batch: torch.Tensor, cycles: List[List[int]],
+                           step: Callable[[int, torch.Tensor, torch.Tensor], None]) -> None:
     """Runs ``step(i, sample_i, partner_sample_as_it_was)`` for every sample, writing sample i in place, along the
-    cycles of ``partner`` so that each sample is read before it is written: one sample per cycle is copied (the
-    first, which the cycle's last sample reads). False (nothing done) when ``partner`` is not a permutation."""
-    cycles = _cycles(partner.tolist())
-    if cycles is None:
-        return False
+    ``cycles`` of the pairing (:func:`_cycles`) so that each sample is read before it is written: one sample per
+    cycle is copied (the first, which the cycle's last sample reads)."""
     for cycle in cycles:
         first = batch[cycle[0]].clone() if len(cycle) > 1 else None
         for k, i in enumerate(cycle):
             # partner[i] is the next in the cycle, as it was; the last one's is the first, saved
             src = batch[cycle[k + 1]] if k + 1 < len(cycle) else (first if first is not None else batch[i])
             step(i, batch[i], src)
-    return True
 
 
 class _MixBase(_Batched):
@@ -1073,7 +1067,8 @@ class MixUp(_MixBase):
         n = batch.shape[0]
         lam = _check_rows(params, "lam", n, "MixUp", ndim=1, dtype=torch.float64)
         partner = _check_rows(params, "partner", n, "MixUp", ndim=1, dtype=torch.int64)
-        if batch.dtype == torch.float32 and _cycles(partner.tolist()) is not None:
+        cycles = _cycles(partner.tolist()) if batch.dtype == torch.float32 else None
+        if cycles is not None:
             keep, other = lam.to(torch.float32).tolist(), (1.0 - lam).to(torch.float32).tolist()
 
             def step(i: int, x: torch.Tensor, src: torch.Tensor) -> None:
@@ -1085,7 +1080,7 @@ class MixUp(_MixBase):
             # sample by sample along the pairing, in place or in one copy: no batch-sized temporaries (three of
             # them, page-faulted afresh each call, cost 6x v2's own MixUp at 224 x 224)
             out = batch if self.inplace else _fresh_copy(batch)
-            _from_partners_inplace(out, partner.cpu(), step)
+            _from_partners_inplace(out, cycles, step)
             return out
         partner = partner.to(batch.device)
         if batch.dtype == torch.uint8:
@@ -1156,11 +1151,13 @@ class CutMix(_MixBase):
             i, j, h, w = boxes_list[k]
             x[:, i:i + h, j:j + w].copy_(src[:, i:i + h, j:j + w])
 
-        # box by box along the pairing's cycles (a gather of every box into a temporary was 3-5x slower)
-        if _from_partners_inplace(out, partner, step):
+        cycles = _cycles(partner.tolist())
+        if cycles is not None:  # box by box along the pairing's cycles (a gather of every box was 3-5x slower)
+            _from_partners_inplace(out, cycles, step)
             return out
-        patches = [batch[p, :, i:i + h, j:j + w].clone() for p, (i, j, h, w) in zip(partner.tolist(), rows.tolist())]
-        for k, ((i, j, h, w), patch) in enumerate(zip(rows.tolist(), patches)):
+        # a pairing that is not a permutation (params made by hand): every partner's box first, then the writes
+        patches = [batch[p, :, i:i + h, j:j + w].clone() for p, (i, j, h, w) in zip(partner.tolist(), boxes_list)]
+        for k, ((i, j, h, w), patch) in enumerate(zip(boxes_list, patches)):
             out[k, :, i:i + h, j:j + w].copy_(patch)
         return out
 
