@@ -23,7 +23,9 @@
 //    is reported as a data race.
 // What it cannot see: races between blocks (they run in turn), code under #ifdef __CUDA_ARCH__ (the host branch
 // compiles instead), inline PTX, partial-mask collectives, FMA contraction (nvcc contracts a*b+c; g++ does not
-// unless told), launch limits (registers, the 4 KB / 32 KB parameter limit), and speed.
+// unless told), launch limits (registers, the 4 KB / 32 KB parameter limit), and speed. A thread that spins on
+// another thread's write, with no barrier between, would wait forever (fibers switch only at barriers and exits;
+// no kernel of csrc/ does so).
 //
 // Host side: kernels are launched through tensorops::cuda::launch (cuda_utils.cuh), which calls emu::launch here.
 // The launch records its kernel's name (dladdr: the emulated build exports the kernels), its grid and the blocks
