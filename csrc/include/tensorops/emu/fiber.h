@@ -154,7 +154,7 @@ class FiberPool {
         Quiet q;
         task = p.task_;
       }
-      p.acquire_start();
+      acquire(&p.start_);
       (*task)(f->index);
       release(&p.end_);
       {
@@ -164,7 +164,6 @@ class FiberPool {
       p.to_launcher(f);
     }
   }
-  void acquire_start() { acquire(&start_); }
 
   Fiber* make(int index) {
     Fiber* f = new Fiber;

@@ -60,7 +60,7 @@ class Launch {
     Warp& w = warps_[t / 32];
     --w.live;
     if (w.arrived > 0 && w.arrived == w.live) {
-      fail_locked("lane " + std::to_string(t % 32) + " of warp " + std::to_string(t / 32) +
+      fail_quiet("lane " + std::to_string(t % 32) + " of warp " + std::to_string(t / 32) +
                   " left the kernel while the other lanes wait at the full-mask warp collective at " +
                   where(w.site));
       release_warp(w, w.arrived);
@@ -78,7 +78,7 @@ class Launch {
       if (sync_arrived_ == 0) {
         sync_site_ = site;
       } else if (!same_site(site, sync_site_)) {
-        fail_locked("threads of one block wait at different __syncthreads: " + where(sync_site_) + " and " +
+        fail_quiet("threads of one block wait at different __syncthreads: " + where(sync_site_) + " and " +
                     where(site));
         throw Abort{};
       }
@@ -105,19 +105,19 @@ class Launch {
       Quiet q;
       check_abort();
       if (mask != 0xffffffffu) {
-        fail_locked(std::string(what) + " with mask " + std::to_string(mask) + " at " + where(site) +
+        fail_quiet(std::string(what) + " with mask " + std::to_string(mask) + " at " + where(site) +
                     ": only the full mask is emulated");
         throw Abort{};
       }
       if (w.size != 32) {
-        fail_locked(std::string(what) + " at " + where(site) + " in a warp of " + std::to_string(w.size) +
+        fail_quiet(std::string(what) + " at " + where(site) + " in a warp of " + std::to_string(w.size) +
                     " threads (the block size is not a multiple of 32)");
         throw Abort{};
       }
       if (w.arrived == 0) {
         w.site = site;
       } else if (!same_site(site, w.site)) {
-        fail_locked("lanes of warp " + std::to_string(t / 32) + " meet at different warp collectives: " +
+        fail_quiet("lanes of warp " + std::to_string(t / 32) + " meet at different warp collectives: " +
                     where(w.site) + " and " + std::string(what) + " at " + where(site));
         throw Abort{};
       }
@@ -127,7 +127,7 @@ class Launch {
       ++w.arrived;
       if (w.arrived == w.live) {
         if (w.live != 32) {
-          fail_locked(std::string(what) + " at " + where(site) + ": " + std::to_string(32 - w.live) +
+          fail_quiet(std::string(what) + " at " + where(site) + ": " + std::to_string(32 - w.live) +
                       " lane(s) of warp " + std::to_string(t / 32) + " already left the kernel (full mask)");
           release_warp(w, w.arrived - 1);
           throw Abort{};
@@ -142,14 +142,13 @@ class Launch {
     if (wait) wait_until([&] { return w.gen != gen || aborted_; });
     acquire(&w.hb[gen & 1]);
     Quiet q;
-    check_abort();
     std::memcpy(all, w.result, sizeof(w.result));
   }
 
   // ---- failures ----
   void fail(const std::string& msg) {
     Quiet q;
-    fail_locked(msg);
+    fail_quiet(msg);
   }
   bool aborted() {
     Quiet q;
@@ -202,7 +201,7 @@ class Launch {
   }
   void check_deadlock() {
     if (live_ > 0 && waiting_ == live_ && !aborted_) {
-      fail_locked("deadlock: all " + std::to_string(live_) +
+      fail_quiet("deadlock: all " + std::to_string(live_) +
                   " live threads of the block wait at barriers that cannot open (" + std::to_string(sync_arrived_) +
                   " at __syncthreads " + (sync_arrived_ ? where(sync_site_) : std::string("-")) +
                   ", the rest at warp collectives)");
@@ -211,7 +210,8 @@ class Launch {
   void check_abort() {
     if (aborted_) throw Abort{};
   }
-  void fail_locked(const std::string& msg) {
+  // (callers are in a Quiet scope)
+  void fail_quiet(const std::string& msg) {
     if (!aborted_) error_ = msg;
     aborted_ = true;  // the waiting threads see it when next resumed
   }
