@@ -24,11 +24,11 @@ Four paths per recipe, each a DataLoader over the same files with the same numbe
   each JPEG where its box reads into a uint8 batch, runs the policy on it (``augment=``), normalizes into the
   worker's shared memory, then runs RandomErasing and ``RandomChoice([MixUp, CutMix])`` of ``tensorops.augment``
   on the float batch in place (``after_normalize=``, ``inplace=True``: the collate's batch is fresh, nothing else
-  holds it); recipe (b)'s policy from timm's string (``tensorops.augment.from_timm_string``). The DataLoader is
-  wrapped in ``tensorops.data.RecyclingLoader``, which hands a batch's shared memory back to its worker once the
-  main process holds nothing of it;
-* ``tensorops, fresh memory``: the same without RecyclingLoader (every batch in fresh shared memory, as
-  ``default_collate``'s: its page faults are the workers' to pay).
+  holds it); recipe (b)'s policy from timm's string (``tensorops.augment.from_timm_string``). The workers write
+  later batches into the shared blocks of batches no process can read any more
+  (``tensorops.data.shared_batches``);
+* ``tensorops, fresh memory``: the same with that reuse off (``TENSOROPS_REUSE_SHARED_MEMORY=0`` in the workers:
+  every batch in fresh shared memory, as ``default_collate``'s: its page faults are the workers' to pay).
 
 A round times one epoch (``--epoch`` images, cycling over the files) of every path of a recipe, interleaved in
 alternating order; the ratio is torchvision's epoch time over the path's, per round. CPU time is the user +
@@ -191,15 +191,18 @@ def make_loader(path: str, recipe: Dict[str, Any], files: Sequence[str], labels:
                "augment_in": "the collate's augment= (uint8, then its normalize) and after_normalize= "
                              "(RandomErasing, RandomChoice([MixUp, CutMix]), inplace=True)"}
     loader = DataLoader(data, batch_size=BATCH, shuffle=False, num_workers=workers, collate_fn=collate,
-                        persistent_workers=workers > 0)
-    if path == TOPS:  # the workers' shared memory handed back to them as batches are let go of
-        from tensorops.data import RecyclingLoader
-
-        loader = RecyclingLoader(loader)
+                        persistent_workers=workers > 0,
+                        worker_init_fn=fresh_memory_worker if path == TOPS_FRESH else None)
     if path in (TOPS, TOPS_FRESH):
-        how["loader"] = "RecyclingLoader(DataLoader(...))" if path == TOPS else \
-            "DataLoader(...): every batch in fresh shared memory, as default_collate's"
+        how["loader"] = "DataLoader(...): the workers reuse their shared blocks (tensorops.data.shared_batches)" \
+            if path == TOPS else "DataLoader(...) with TENSOROPS_REUSE_SHARED_MEMORY=0 in the workers: every " \
+            "batch in fresh shared memory, as default_collate's"
     return loader, how
+
+
+def fresh_memory_worker(worker_id: int) -> None:
+    """worker_init_fn of the fresh-memory path: this worker's batches in fresh shared memory (no reuse)."""
+    os.environ["TENSOROPS_REUSE_SHARED_MEMORY"] = "0"
 
 
 def check(loader: Any, crop: int, n: int, what: str) -> None:
@@ -233,7 +236,7 @@ def cpu_seconds(pids: Sequence[int]) -> float:
 
 
 def worker_pids(loader: Any) -> List[int]:
-    loader = getattr(loader, "loader", loader)  # a wrapper's DataLoader (RecyclingLoader)
+    loader = getattr(loader, "loader", loader)  # a wrapper's DataLoader
     it = getattr(loader, "_iterator", None)
     return [w.pid for w in getattr(it, "_workers", []) or [] if w.pid is not None]
 
@@ -338,10 +341,9 @@ def run(grid: str = "quick", recipes: Sequence[str] = ("a", "b"), images: str = 
                   TOPS: "file bytes to the collate: decode into a uint8 batch where each box reads, the policy on "
                         "the batch (augment=), tensorops.normalize into the worker's shared memory, RandomErasing, "
                         "RandomChoice([MixUp, CutMix]) of tensorops.augment in place (after_normalize=, "
-                        "inplace=True); the DataLoader wrapped in RecyclingLoader (the workers' shared memory reused "
-                        "once the main process lets a batch go)",
-                  TOPS_FRESH: "the same without RecyclingLoader: every batch in fresh shared memory (its page "
-                              "faults in the worker), as torchvision's default_collate"},
+                        "inplace=True); the workers reuse the shared blocks of batches no process can read any more",
+                  TOPS_FRESH: "the same with TENSOROPS_REUSE_SHARED_MEMORY=0 in the workers: every batch in fresh "
+                              "shared memory (its page faults in the worker), as torchvision's default_collate"},
     }
     return {"meta": meta, "rows": rows}
 

@@ -2,8 +2,9 @@
 
 * :mod:`tensorops.data.collates`: ``collate_fn`` callables that crop (and resize), mirror and normalize a batch in one pass;
 * :mod:`tensorops.data.loaders`: :class:`NormalizingLoader`, normalizing uint8 batches in the consumer (CPU, or
-  a CUDA device one batch ahead on a side stream); :class:`RecyclingLoader`, handing the shared memory of the
-  batches the workers made back to them (:mod:`tensorops.data.shared_batches`);
+  a CUDA device one batch ahead on a side stream); :class:`RecyclingLoader`, a transparent wrapper that hands the shared
+  memory of released batches back to the workers on every step;
+* :mod:`tensorops.data.shared_batches`: the workers' shared blocks, reused only when no process can read them;
 * :mod:`tensorops.data.boxes`: the RandomResizedCrop and Resize + CenterCrop boxes for a whole batch;
 * :mod:`tensorops.data.seeding`: the collates' random streams, per DataLoader worker and epoch;
 * :mod:`tensorops.data.augmenting`: how ``augment=`` (of the collates and the loader) applies transforms, drawing

@@ -17,6 +17,12 @@ seed, :mod:`tensorops.data.seeding`), so the augmentations repeat and vary exact
 other callable is called as ``t(batch)`` and draws from wherever it draws (torch's global RNG, which DataLoader
 seeds per worker).
 
+torchvision v2 transforms (whose ``make_params`` takes the flat inputs and no generator) run as they are, on the
+whole batch: ``t(batch, labels)`` (``t(batch)`` without labels), so a v2 transform draws **once per batch** from
+torch's global RNG, every image of the batch getting the same crop, jitter or rotation, and v2's MixUp / CutMix
+(alone or inside ``RandomChoice`` / ``Compose``) mix the labels as they do after ``default_collate``. For
+per-sample draws use ``tensorops.augment``'s transforms of the same names.
+
 Label-mixing transforms (MixUp, CutMix): a transform whose ``needs_labels`` attribute is true, or, without that
 attribute, whose ``forward`` (or ``__call__``) takes a second required argument, gets the labels too and gives
 soft labels, which replace the labels in what the collate or loader returns. With ``make_params``, ``transform``
@@ -48,12 +54,28 @@ def as_transforms(augment: Any, where_: str, name: str = "augment") -> Tuple[Cal
     return items
 
 
+def _is_v2(t: Any) -> bool:
+    """A torchvision v2 transform (its ``make_params`` takes the flat inputs, not a generator)."""
+    return any(c.__module__.startswith("torchvision.transforms.v2") for c in type(t).__mro__[:-1])
+
+
+def _v2_mixes(t: Any) -> bool:
+    """A v2 MixUp or CutMix, or a v2 container (Compose, RandomChoice, RandomApply, RandomOrder) holding one."""
+    if any(c.__name__ == "_BaseMixUpCutMix" for c in type(t).__mro__):
+        return True
+    inner = getattr(t, "transforms", None)
+    return isinstance(inner, (list, tuple, torch.nn.ModuleList)) and any(_v2_mixes(u) for u in inner)
+
+
 def needs_labels(t: Any) -> bool:
-    """Whether ``t`` mixes labels (MixUp, CutMix): its ``needs_labels`` attribute, else whether its ``forward``
-    (an nn.Module's) or ``__call__`` takes a second required positional argument."""
+    """Whether ``t`` mixes labels (MixUp, CutMix): its ``needs_labels`` attribute; for a torchvision v2 transform
+    whether it is or holds v2's MixUp / CutMix; else whether its ``forward`` (an nn.Module's) or ``__call__``
+    takes a second required positional argument."""
     flag = getattr(t, "needs_labels", None)
     if flag is not None:
         return bool(flag)
+    if _is_v2(t):
+        return _v2_mixes(t)
     fn = t.forward if isinstance(t, torch.nn.Module) else t
     try:
         sig = inspect.signature(fn)
@@ -69,7 +91,15 @@ def any_needs_labels(transforms: Sequence[Any]) -> bool:
 
 
 def _splits(t: Any) -> bool:
-    return callable(getattr(t, "make_params", None)) and callable(getattr(t, "transform", None))
+    """``make_params(batch, generator=...)`` and ``transform(batch, params)``: tensorops.augment's split (v2's
+    ``make_params`` takes no generator: such a transform is called whole)."""
+    make_params = getattr(t, "make_params", None)
+    if not (callable(make_params) and callable(getattr(t, "transform", None))) or _is_v2(t):
+        return False
+    try:
+        return "generator" in inspect.signature(make_params).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def apply(transforms: Sequence[Any], batch: torch.Tensor, labels: Any,
@@ -84,7 +114,7 @@ def apply(transforms: Sequence[Any], batch: torch.Tensor, labels: Any,
             if mixes:
                 labels = t.transform_labels(labels, params)
             batch = out
-        elif mixes:
+        elif mixes or (_is_v2(t) and labels is not None):  # v2 passes the labels through or mixes them
             batch, labels = t(batch, labels)
         else:
             batch = t(batch)

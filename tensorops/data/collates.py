@@ -70,9 +70,9 @@ class _Augmenting(Seeded):
                                   out=out)
         if self.after_normalize and batch.shape[0] > 0:
             batch, labels = _augmenting.apply(self.after_normalize, batch, labels, self._rng())
-        if out is not None and batch.data_ptr() != out.data_ptr():
-            _shared_batches.release(out)  # a transform replaced the batch: the block never left, back to the pool
-        # in a worker: into shared memory the worker can reuse (RecyclingLoader); a no-op where it is there already
+        del out  # a block a transform replaced is free again once nothing here holds it (shared_batches)
+        # in a worker: into shared memory the worker can reuse; as it is where it is there already (a view of the
+        # normalize's block too: a block is reused only once no process can read it)
         return _shared_batches.shared(batch), labels
 
 

@@ -2,7 +2,6 @@
 one batch ahead on a side stream)."""
 from __future__ import annotations
 
-import sys
 from typing import Any, Iterator, List, Optional, Tuple
 
 import torch
@@ -171,28 +170,20 @@ class NormalizingLoader:
         return images, labels
 
     def __iter__(self) -> Iterator[Any]:
-        if self.device is None:
-            for batch in self.loader:
-                images, labels = self._augmented(self._images(batch), self._labels(batch))
-                yield self._replace(batch, images, labels)
-            return
+        return _Normalizing(self)
+
+    def _stage(self, batch: Any, side: Any) -> Tuple[Any, torch.Tensor, Any, Any]:
+        """CUDA: ``batch`` copied and normalized on the side stream; (batch, images, labels, done event)."""
         cuda = self._cuda
-        side = cuda.Stream(self.device)
-        pending = None
-        for batch in self.loader:
-            images = self._images(batch)
-            producer = cuda.current_stream(images.device) if cuda.on_cuda(images) else None
-            with cuda.use(side):
-                if producer is not None:  # written on the producer's stream: read it only after that
-                    side.wait_stream(producer)
-                    cuda.record(images, side)
-                ready, labels = self._augmented(cuda.to_device(images, self.device), self._labels(batch))
-                done = cuda.done_event(side)  # this batch's work, and nothing queued after it
-            if pending is not None:
-                yield self._handover(*pending)
-            pending = (batch, ready, labels, done)
-        if pending is not None:
-            yield self._handover(*pending)
+        images = self._images(batch)
+        producer = cuda.current_stream(images.device) if cuda.on_cuda(images) else None
+        with cuda.use(side):
+            if producer is not None:  # written on the producer's stream: read it only after that
+                side.wait_stream(producer)
+                cuda.record(images, side)
+            ready, labels = self._augmented(cuda.to_device(images, self.device), self._labels(batch))
+            done = cuda.done_event(side)  # this batch's work, and nothing queued after it
+        return batch, ready, labels, done
 
     def _handover(self, batch: Any, images: torch.Tensor, labels: Any, done: Any) -> Any:
         current = self._cuda.current_stream(self.device)
@@ -203,25 +194,74 @@ class NormalizingLoader:
         return self._replace(batch, images, labels)
 
 
+class _Normalizing:
+    """NormalizingLoader's iterator. On the CPU each batch is normalized as it is asked for; with a CUDA device
+    batch k + 1 is staged before batch k is handed over. An exception of the wrapped loader passes through as the
+    wrapped iterator raised it, in its place in the sequence (after the batch staged before it), and iteration
+    goes on after it as the wrapped iterator's does."""
+
+    def __init__(self, owner: NormalizingLoader) -> None:
+        self._owner, self._it = owner, iter(owner.loader)
+        self._side = None if owner.device is None else owner._cuda.Stream(owner.device)
+        self._pending: Optional[Tuple[Any, ...]] = None
+        self._error: Optional[BaseException] = None
+
+    def __iter__(self) -> "_Normalizing":
+        return self
+
+    def __next__(self) -> Any:
+        o = self._owner
+        if self._side is None:
+            batch = next(self._it)
+            images, labels = o._augmented(o._images(batch), o._labels(batch))
+            return o._replace(batch, images, labels)
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        while True:
+            try:
+                batch = next(self._it)
+            except StopIteration:
+                if self._pending is None:
+                    raise
+                ready, self._pending = self._pending, None
+                return o._handover(*ready)
+            except Exception as e:  # the batch staged before it first, then this
+                if self._pending is None:
+                    raise
+                self._error = e
+                ready, self._pending = self._pending, None
+                return o._handover(*ready)
+            staged = o._stage(batch, self._side)
+            if self._pending is None:
+                self._pending = staged
+                continue
+            ready, self._pending = self._pending, staged
+            return o._handover(*ready)
+
+    def __len__(self) -> int:
+        return len(self._it)  # type: ignore[arg-type]
+
+
 _RFN = where("data.RecyclingLoader")
 
 
 class RecyclingLoader:
-    """Wraps a DataLoader whose workers run tensorops' collates and hands each batch's shared memory back to the
-    worker that made it once nothing in this process can read it any more, so that the worker writes a later batch
-    there instead of into fresh shared memory, whose page faults cost about 0.3 ms/image on float32 176 x 176
-    batches (:mod:`tensorops.data.shared_batches`).
+    """Wraps a DataLoader (or any iterable of batches) and hands the shared memory of the batches it has let go of
+    back to the workers that made them at every step: ``loader`` as it is, with the release checked once more per
+    step (:func:`tensorops.data.shared_batches.sweep`).
 
-    The batches are exactly the wrapped loader's. Batch k is handed back when batch k + 2 is requested, and only
-    if neither the batch (its tuple, list or dict) nor its image tensor is referenced by anything but this loader
-    and no other tensor shares its memory: keep a batch, a slice of it or a view, and its memory is simply not
-    recycled. Batches that are not a worker's blocks (``num_workers=0``, other collates, ``pin_memory=True``'s
-    pinned copies) pass through untouched. What it cannot see: a batch handed on to another process (a
-    torch.multiprocessing queue shares the same memory): do not wrap a loader whose batches go on elsewhere.
+    The workers of tensorops' collates reuse their shared blocks without this wrapper: a process that receives a
+    block registers it and releases it once its storage there is gone, checked whenever another block arrives
+    (:mod:`tensorops.data.shared_batches`: a block is reused only when no process can read it, whatever holds it:
+    views at any offset, storage objects, numpy arrays, DLPack capsules, autograd graphs and hooks, a queue or a
+    fork to another process). The wrapper changes nothing that the consumer sees: its batches, its exceptions (a
+    loop that catches a failed batch and goes on gets every other batch, as from the DataLoader), its length and
+    its attributes are the DataLoader's.
 
     Args:
         loader: an iterable of batches (a DataLoader with ``num_workers > 0`` and one of tensorops' collates).
-        image_key: where the images are in each batch (0 for ``(images, labels)``; a bare tensor is the images).
+        image_key: accepted for compatibility; every block in a batch is released, wherever it is.
 
     Example:
         >>> from torch.utils.data import DataLoader
@@ -233,81 +273,44 @@ class RecyclingLoader:
         [(4, 3, 224, 224), (4, 3, 224, 224)]
     """
 
-    KEEP = 8  # batches awaiting their release at most (a batch held longer is left to the garbage collector)
-
     def __init__(self, loader: Any, *, image_key: Any = 0) -> None:
         self.loader, self.image_key = loader, image_key
-        self._baselines: dict = {}
 
     def __len__(self) -> int:
         return len(self.loader)
 
-    def _counts(self, batch: Any) -> Optional[Tuple[int, int, int]]:
-        """(references to the batch's container (-1: a bare tensor), to its images, tensors on the images'
-        memory), or None where its images are not a worker's block."""
-        container = -1
-        if isinstance(batch, torch.Tensor):
-            images = batch
-        else:
-            container = sys.getrefcount(batch)
-            try:
-                images = batch[self.image_key]
-            except (KeyError, IndexError, TypeError):
-                return None
-        if not isinstance(images, torch.Tensor) or images.device.type != "cpu" or not _shared_batches.is_block(images):
-            return None
-        refs, uses = _shared_batches.holders(images)
-        return container, refs, uses
+    def __getattr__(self, name: str) -> Any:  # the DataLoader's attributes (dataset, batch_size, ...)
+        if name == "loader":
+            raise AttributeError(name)
+        return getattr(self.loader, name)
 
-    def _baseline(self, batch: Any) -> Tuple[int, int, int]:
-        """The counts of a batch like ``batch`` that only this loader holds, taken through the same chain of calls
-        as a real one (so that they are whatever this Python counts): a private tensor marked as a block, in a
-        container like ``batch``'s, popped from a list as __iter__ pops it, passed through one frame as
-        _try_release passes it."""
-        key = (type(batch), len(batch) if isinstance(batch, (list, tuple)) else 0)
-        if key not in self._baselines:
-            storage = torch.UntypedStorage(64 + _shared_batches.TRAILER)
-            torch.empty(0, dtype=torch.int64).set_(storage, 8, (8,), (1,))[0] = _shared_batches.MAGIC
-            dummy = torch.empty(0, dtype=torch.uint8).set_(storage, 0, (64,), (1,))
-            del storage
-            if isinstance(batch, torch.Tensor):
-                container: Any = dummy
-            elif isinstance(batch, dict):
-                container = {self.image_key: dummy}
-            else:
-                items = [None] * len(batch)
-                items[self.image_key] = dummy
-                container = tuple(items) if isinstance(batch, tuple) else items
-                del items
-            del dummy
-            waiting = [container]
-            del container
-            item = waiting.pop(0)
-            self._baselines[key] = self._counts_in_a_frame(item)
-            del item
-        return self._baselines[key]
+    def __iter__(self) -> "_Sweeping":
+        _shared_batches.sweep()
+        return _Sweeping(iter(self.loader))
 
-    def _counts_in_a_frame(self, batch: Any) -> Optional[Tuple[int, int, int]]:
-        return self._counts(batch)
 
-    def _try_release(self, batch: Any) -> Optional[bool]:
-        """True: released; False: still held elsewhere (try again later); None: not a worker's block."""
-        counts = self._counts(batch)
-        if counts is None:
-            return None
-        if counts[1] < 0 or counts != self._baseline(batch):
-            return False
-        return _shared_batches.release(batch if isinstance(batch, torch.Tensor) else batch[self.image_key])
+class _Sweeping:
+    """The wrapped loader's iterator, with a release check before every batch and at the end; everything it raises
+    passes through unchanged and it goes on after an exception exactly as the wrapped iterator does."""
 
-    def __iter__(self) -> Iterator[Any]:
-        waiting: List[Any] = []
-        for batch in self.loader:
-            kept: List[Any] = []
-            while waiting:
-                item = waiting.pop(0)
-                if self._try_release(item) is False:
-                    kept.append(item)
-                del item
-            waiting = kept[-self.KEEP:]
-            yield batch
-            waiting.append(batch)
+    def __init__(self, it: Iterator[Any]) -> None:
+        self._it = it
+
+    def __iter__(self) -> "_Sweeping":
+        return self
+
+    def __next__(self) -> Any:
+        _shared_batches.sweep()
+        try:
+            return next(self._it)
+        except StopIteration:
+            _shared_batches.sweep()
+            raise
+
+    def __len__(self) -> int:
+        return len(self._it)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> Any:  # the DataLoader iterator's attributes
+        if name == "_it":
+            raise AttributeError(name)
+        return getattr(self._it, name)
