@@ -381,7 +381,10 @@ class _SharedProbe:
 
     def __call__(self, samples):
         batch, labels = self.collate(samples)
-        return batch, labels, torch.tensor(batch.is_shared())
+        from tensorops.data import shared_batches
+
+        # shared memory: torch's (is_shared) or one of the worker's blocks (a storage over the block's mapping)
+        return batch, labels, torch.tensor(batch.is_shared() or shared_batches.is_block(batch))
 
 
 @pytest.mark.parametrize("memory_format", [torch.contiguous_format, torch.channels_last], ids=["nchw", "nhwc"])

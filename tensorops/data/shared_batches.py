@@ -6,13 +6,15 @@ A batch a worker returns crosses to the main process in shared memory. Pickling 
 touch: about 0.3 ms/image for float32 176 x 176 batches on the 2-core build machine, a quarter of the collate's
 whole cost), in the worker, for every batch.
 
-Reuse removes them. Each worker keeps a few shared blocks (:data:`MAX_BLOCKS`: an open file descriptor each, no
-mapping) and writes a later batch into a block only when **no process can read the block's previous batch any
-more**, decided by the allocator's own bookkeeping on both sides, as ``torch.multiprocessing``'s shared-memory
-cache decides, never by counting Python references:
+Reuse removes them. Each worker keeps a few shared blocks (:data:`MAX_BLOCKS`: a file descriptor and one mapping
+each, whose pages are faulted in once) and writes a later batch into a block only when **no process can read the
+block's previous batch any more**, decided by the allocator's own bookkeeping on both sides, as
+``torch.multiprocessing``'s shared-memory cache decides, never by counting Python references:
 
-* **in the worker**: the storage it last mapped for the block is gone (``StorageWeakRef(...).expired()``): no
-  tensor, view, storage object, cache or running statistic of the worker reaches it;
+* **in the worker**: each batch is handed out on a storage of its own over the block's mapping
+  (``torch.frombuffer``), and the block is free again only when that storage is gone
+  (``StorageWeakRef(...).expired()``): no tensor, view, storage object, cache or running statistic of the worker
+  reaches it. Such a storage is pickled as the block's file, as torch pickles a shared storage;
 * **everywhere the block went**: a block leaves a process only by being pickled (the DataLoader's result queue,
   any ``torch.multiprocessing`` queue or pipe: ``ForkingPickler``). Pickling one of a worker's blocks counts one
   *send* in the block's trailer (a page after the batch's bytes) and makes its receiver register it; a receiver
@@ -41,6 +43,8 @@ import mmap
 import os
 import sys
 import threading
+import warnings
+import multiprocessing.reduction
 from multiprocessing.reduction import ForkingPickler
 from typing import Any, List, Optional, Tuple
 
@@ -71,6 +75,10 @@ def reuse_enabled() -> bool:
 
 def _fields(buffer: Any) -> Any:
     return (ctypes.c_int64 * (TRAILER // 8)).from_buffer(buffer)
+
+
+def _fields_at(buffer: Any, offset: int) -> Any:
+    return (ctypes.c_int64 * (TRAILER // 8)).from_buffer(buffer, offset)
 
 
 def _storage_trailer(storage: torch.UntypedStorage) -> Optional[torch.Tensor]:
@@ -107,40 +115,47 @@ class _Trailer:
 
 
 class _Block:
-    """One of a worker's blocks: its file (a descriptor of our own), its trailer, and a weak reference to the
-    storage this worker mapped for its current batch."""
+    """One of a worker's blocks: its file (a descriptor of our own), the worker's one mapping of it (a Python
+    ``mmap``, kept for the block's life: its pages are faulted in once), and a weak reference to the storage the
+    last batch was handed out on. That storage is a new one each time (``torch.frombuffer`` over the mapping): when
+    it is gone, nothing in this worker reaches the block, whatever held the batch."""
 
     def __init__(self, size: int) -> None:
         storage = torch.UntypedStorage._new_shared(size)
-        self.size = size
         self.fd = os.dup(storage._share_fd_cpu_()[0])
-        self.trailer = _Trailer(self.fd, size)
-        f = self.trailer.fields
+        del storage
+        self.size = size
+        self.map = mmap.mmap(self.fd, size)
+        self.fields = _fields_at(self.map, size - PAGE)
+        f = self.fields
         f[0], f[SENDS], f[RELEASES], f[WRITTEN] = MAGIC, 0, 0, 0
-        self.first: Optional[torch.UntypedStorage] = storage  # handed out by the first take()
         self.ref: Optional[StorageWeakRef] = None
+        self.address = 0  # where the mapping is (a storage on the block starts there)
         self.used = 0  # the pool's clock at the last take
 
     def free(self) -> bool:
         """Nothing here reaches the block's memory, and every process it was sent to has let it go."""
-        f = self.trailer.fields
-        return self.first is None and (self.ref is None or self.ref.expired()) and f[RELEASES] == f[SENDS]
+        f = self.fields
+        return (self.ref is None or self.ref.expired()) and f[RELEASES] == f[SENDS]
 
     def take(self, clock: int) -> torch.UntypedStorage:
-        if self.first is not None:
-            storage, self.first = self.first, None
-        else:  # a new mapping of the block's pages (the last one is gone); its page tables filled in one call
-            storage = torch.UntypedStorage._new_shared_fd_cpu(self.fd, self.size)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            storage = torch.frombuffer(self.map, dtype=torch.uint8).untyped_storage()
+        if self.ref is None:  # the first batch: the page tables filled in one call instead of one fault per page
             _populate(storage.data_ptr(), self.size - PAGE)
         self.ref = StorageWeakRef(storage)
+        self.address = storage.data_ptr()
         self.used = clock
-        self.trailer.fields[WRITTEN] += 1
+        self.fields[WRITTEN] += 1
         return storage
 
     def close(self) -> None:
-        self.trailer.close()
+        """Stops tracking the block: its memory is freed when the last storage on it is (the mapping is closed
+        by the garbage collector then), and on the receivers' side when theirs are."""
+        self.fields = _fields(bytearray(TRAILER))  # (the mapping's export released)
         os.close(self.fd)
-        self.first = None
+        self.fd = -1
 
 
 class _Pool:
@@ -168,7 +183,8 @@ class _Pool:
         impl = storage._cdata  # the storage itself (its StorageImpl), not only its address
         for block in self.blocks:
             if block.ref is not None and block.ref.cdata == impl and not block.ref.expired():
-                return block
+                # (still on the mapping: share_memory_() would have moved it to other memory)
+                return block if storage.data_ptr() == block.address else None
         return None
 
     def close(self) -> None:
@@ -207,15 +223,19 @@ def _populate(address: int, nbytes: int) -> None:
 def worker_batch(shape: Tuple[int, ...], dtype: torch.dtype, memory_format: torch.memory_format
                  ) -> Optional[torch.Tensor]:
     """In a DataLoader worker: an empty batch in shared memory (the layout ``memory_format`` gives) for the last
-    op to write into: one of this worker's blocks that no process can read any more, or a new block. None in the
-    main process (its batches stay private), for an empty shape, and where reuse is off (:func:`reuse_enabled`:
-    the op then allocates, and pickling copies into fresh shared memory as for any tensor)."""
-    if get_worker_info() is None or 0 in shape or not reuse_enabled():
+    op to write into: one of this worker's blocks that no process can read any more, or a new block; fresh shared
+    memory where reuse is off (:func:`reuse_enabled`). None in the main process (its batches stay private) and for
+    an empty shape."""
+    if get_worker_info() is None or 0 in shape:
         return None
     like = torch.empty(shape, dtype=dtype, memory_format=memory_format)  # its strides (no pages touched)
     nbytes = like.numel() * like.element_size()
-    size = -(-nbytes // PAGE) * PAGE + PAGE  # the batch, padded to a granule, then the trailer's granule
-    storage = _worker_pool().take(size)
+    if reuse_enabled():
+        size = -(-nbytes // PAGE) * PAGE + PAGE  # the batch, padded to a granule, then the trailer's granule
+        storage = _worker_pool().take(size)
+    else:  # fresh shared memory, as default_collate's (its pages mapped in one call)
+        storage = torch.UntypedStorage._new_shared(nbytes)
+        _populate(storage.data_ptr(), nbytes)
     return torch.empty(0, dtype=dtype).set_(storage, 0, like.shape, like.stride())
 
 
@@ -231,7 +251,9 @@ def shared(batch: torch.Tensor) -> torch.Tensor:
     (an op wrote it into :func:`worker_batch`'s memory, or a transform returned a view of it), else copied into a
     block (the copy pickling would make anyway, into memory whose pages are already there once a block is
     reused). Elsewhere ``batch``."""
-    if get_worker_info() is None or batch.is_shared() or batch.numel() == 0 or batch.device.type != "cpu":
+    if get_worker_info() is None or batch.numel() == 0 or batch.device.type != "cpu" or batch.is_shared():
+        return batch
+    if _pool is not None and _pool.pid == os.getpid() and _pool.find(batch.untyped_storage()) is not None:
         return batch
     out = worker_batch(tuple(batch.shape), batch.dtype, layout_of(batch))
     if out is None or out.stride() != batch.stride():  # a layout the blocks do not make (expanded, strided)
@@ -315,14 +337,15 @@ _torch_reduce_storage = _reductions.reduce_storage
 def _reduce_storage(storage: Any) -> Any:
     """torch's reduction of a CPU storage for ``ForkingPickler``, which also counts a worker's block leaving this
     process (a send) and drops a received block being handed on from the register (never released)."""
+    if _pool is not None and _pool.pid == os.getpid() and storage.device.type == "cpu":
+        block = _pool.find(storage)
+        if block is not None:  # the block's own file, as torch sends a shared storage's
+            block.fields[SENDS] += 1
+            args = (type(storage), multiprocessing.reduction.DupFd(block.fd), block.size)
+            return _rebuild_block, (_reductions.rebuild_storage_fd, args)
     rebuild, args = _torch_reduce_storage(storage)
     if rebuild is not _reductions.rebuild_storage_fd:
         return rebuild, args
-    if _pool is not None and _pool.pid == os.getpid():
-        block = _pool.find(storage)
-        if block is not None:
-            block.trailer.fields[SENDS] += 1
-            return _rebuild_block, (rebuild, args)
     if _received:
         with _lock:
             handed = [e for e in _received if e.ref.cdata == storage._cdata]
