@@ -295,7 +295,7 @@ def main() -> None:
         ext_modules=[ext],
         cmdclass={"build_ext": with_precompiled_header(BuildExtension).with_options(use_ninja=True)},
         python_requires=">=3.10",
-        install_requires=["torch>=2.4", "numpy", "pillow"],  # Pillow: the decode op's fallback decoder
+        install_requires=["torch>=2.11", "numpy", "pillow"],  # Pillow: the decode op's fallback decoder
         extras_require={"torchvision": torchvision_extra(torch.__version__), "ray": ray_extra(torch.__version__),
                         "docs": DOCS_EXTRA},
         zip_safe=False,
