@@ -891,3 +891,19 @@ def test_augment_merges_parts_timed_in_separate_windows():
     assert [p["rows"] for p in merged["meta"]["parts"]] == [1, 2]
     assert merged["meta"]["activity"]["samples"] == 20 and merged["meta"]["activity"]["samples_with_a_compiler"] == 1
     assert merged["meta"]["timestamp_utc"] == "2026-01-01T00:05:00Z"
+
+
+def test_shared_memory_rows_time_every_way_of_getting_a_batchs_memory(tmp_path, monkeypatch):
+    from benchmarks import shared_memory
+    from tensorops.data import shared_batches as sb
+
+    if not sb.reuse_enabled():
+        pytest.skip("block reuse needs torch's file_descriptor sharing strategy on Linux")
+    monkeypatch.setattr(shared_memory, "SHAPES", {"2 x 3 x 40 x 40": (2, 3, 40, 40)})
+    monkeypatch.setattr(sb, "_pool", None)
+    monkeypatch.setattr(sb, "get_worker_info", sb.get_worker_info)  # run() makes this process act as a worker
+    assert shared_memory.main(["--rounds", "2", "--min-run-time", "0.01", "--out", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "shared_memory.json").read_text())["rows"]
+    assert [r["way"] for r in rows] == list(shared_memory.WAYS)
+    assert all(r["ms"] > 0 and r["spread_ms"]["min"] <= r["ms"] <= r["spread_ms"]["max"] for r in rows)
+    assert sb._pool is not None and len(sb._pool.blocks) == 1  # the reused-block row wrote into one block

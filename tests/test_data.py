@@ -192,6 +192,62 @@ def test_cuda_batches_wait_for_their_producer_stream(monkeypatch):
         assert ("write", k) in consumer.queue[:waits[-1][2]], (side, consumer.queue)
 
 
+class _FailingAt:
+    """An iterator of ``batches`` that raises ValueError in place of batch ``bad`` and goes on after it, as a
+    DataLoader does when one batch's sample fails."""
+
+    def __init__(self, batches, bad):
+        self.batches, self.bad, self.k = batches, bad, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        k = self.k
+        self.k += 1
+        if k >= len(self.batches):
+            raise StopIteration
+        if k == self.bad:
+            raise ValueError(f"batch {k} failed")
+        return self.batches[k]
+
+
+class _Iterable:
+    def __init__(self, make):
+        self.make = make
+
+    def __iter__(self):
+        return self.make()
+
+
+def _skip_failures(loader):
+    got, errors, it = [], [], iter(loader)
+    while True:
+        try:
+            images, label = next(it)
+        except StopIteration:
+            return got, errors
+        except ValueError as e:
+            errors.append(str(e))
+            continue
+        got.append(label)
+
+
+@pytest.mark.parametrize("where", ["cpu", "cuda handover (recording twin)"])
+def test_normalizing_loader_passes_an_exception_through_and_goes_on(monkeypatch, where):
+    """A loop that catches a failed batch and goes on gets every other batch, in order, and the error in its
+    place, as from the wrapped loader (the CUDA path stages one batch ahead: the error comes after the batch
+    staged before it)."""
+    batches = [(torch.full((2, 3, 4, 4), k, dtype=torch.uint8), k) for k in range(5)]
+    source = _Iterable(lambda: _FailingAt(batches, 2))
+    if where == "cpu":
+        loader = NormalizingLoader(source, MEAN, STD)
+    else:
+        loader, _ = _recording_loader(monkeypatch, source, _Stream("consumer"))
+    got, errors = _skip_failures(loader)
+    assert got == [0, 1, 3, 4] and errors == ["batch 2 failed"]
+
+
 @pytest.mark.cuda
 @requires_cuda
 @pytest.mark.parametrize("consumer", ["default", "own"])
