@@ -1,10 +1,11 @@
 """Nothing lost in the switch from decode_jpeg: JPEGs damaged as real files are (junk before a marker, corrupt
 scan data, an unknown JFIF revision or Adobe transform, bad SOS parameters, an inconsistent progression, bytes
 after EOI, MJPEG frames without Huffman tables) decode as torchvision's decode_jpeg decodes them, bit for bit,
-each reported once by name; strict=True refuses them; a file cut short stays an error (decode_jpeg and Pillow
-refuse it); lossless JPEGs, which the linked libjpeg-turbo 2.x cannot decode, go through the fallback decoder and
-the same resize; boxes narrow enough to leave a subsampled chroma component one sample wide are bit-identical
-too; the collate's drop warning names each file once."""
+each reported once by name; strict=True refuses them; a file cut short stays an error (decode_jpeg refuses it;
+Pillow too, unless it has every row before the cut: the fidelity guide's one difference); lossless JPEGs, which
+the linked libjpeg-turbo 2.x cannot decode, go through the fallback decoder and the same resize; boxes narrow
+enough to leave a subsampled chroma component one sample wide are bit-identical too; the collate's drop warning
+names each file once."""
 from __future__ import annotations
 
 import collections
@@ -21,6 +22,7 @@ from tensorops import _decode_ops
 
 from conftest import kernel_ran, requires_compiled
 import jpeg_cases
+import test_decode
 from test_decode import boxes_for, full_decode
 
 pytestmark = requires_compiled
@@ -94,6 +96,46 @@ def test_damaged_files_decode_as_decode_jpeg_does(case, monkeypatch):
         with pytest.raises(ValueError, match=r"sample 1 \(b\.jpg\): "):
             tensorops.decode_resized_crop_mirror_normalize([GOOD, data], M, S, size=8, strict=True,
                                                            paths=["a.jpg", "b.jpg"])
+
+
+@needs_libjpeg
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the control file's "extraneous bytes" warning
+def test_a_file_cut_short_that_pillow_decodes_is_refused_as_decode_jpeg_refuses_it(monkeypatch):
+    """The fidelity guide's one difference from Pillow, with or without torchvision installed: a baseline file whose
+    end-of-image marker gave way to zero bytes after its scan (it ends inside that padding) is decoded by Pillow (its
+    decoder has every row before the cut and reads no further) and refused by decode_jpeg ("Image is incomplete or
+    truncated"); the op refuses it as decode_jpeg does. The same file with its marker after the padding decodes, to
+    the reference's values (decode_jpeg's, else Pillow's)."""
+    from PIL import Image
+
+    monkeypatch.setattr(_decode_ops, "_WARNED", set())
+    assert GOOD.endswith(b"\xff\xd9")
+    cut = GOOD[:-2] + bytes(64)
+    whole = cut + b"\xff\xd9"
+
+    def pillow(data):
+        return torch.from_numpy(np.array(Image.open(io.BytesIO(data)).convert("RGB")))
+
+    assert torch.equal(pillow(cut), pillow(GOOD)), "Pillow decodes the file cut short (the difference's premise)"
+    assert test_decode.cut_short(cut) and not test_decode.cut_short(whole)
+    try:
+        from torchvision.io import decode_jpeg
+    except ImportError:
+        pass
+    else:  # what the op follows
+        with pytest.raises(RuntimeError):
+            decode_jpeg(torch.frombuffer(bytearray(cut), dtype=torch.uint8))
+    for strict in (False, True):
+        with pytest.raises(ValueError, match=r"sample 1 \(cut\.jpg\): the JPEG ends before its end-of-image marker"):
+            tensorops.decode_resized_crop_mirror_normalize([GOOD, cut], M, S, size=8, strict=strict,
+                                                           paths=["ok.jpg", "cut.jpg"])
+    assert _status([cut], size=8)[1].tolist() == [_decode_ops.FAILED]
+    kw = dict(size=(13, 17), boxes=torch.tensor([[0, 0, 30, 40], [3.5, 2.25, 20, 31]], dtype=torch.float64),
+              dtype=torch.uint8)
+    got = tensorops.decode_resized_crop_mirror_normalize([whole] * 2, None, None, **kw)
+    ref = _reference(whole)  # decode_jpeg's, else Pillow's: the same image
+    assert ref is not None and torch.equal(ref, pillow(GOOD))
+    assert torch.equal(got, tensorops.resized_crop_mirror_normalize([ref] * 2, None, None, dim=-1, **kw))
 
 
 @needs_libjpeg
