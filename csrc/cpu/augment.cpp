@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <vector>
 #include <type_traits>  // the loop headers
 
@@ -245,6 +247,58 @@ V view_of(T* base, const at::Tensor& t, int64_t n) {
   return V{base + n * t.stride(0), t.stride(1), t.stride(2), t.stride(3)};
 }
 
+// Whether torch's CPU bmm rounds torchvision's affine grid of an h x w image as fma(y, t1, x * t0) + t2 (else
+// (x * t0 + y * t1) + t2): MKL picks its kernel by the grid's size and the CPU, so torch is asked, once per number
+// of grid points, with _affine_grid's own call (a (1, h * w, 3) base grid times a transposed (1, 3, 2) theta).
+// TENSOROPS_AFFINE_GRID=plain|fma decides instead (the emulated tier compares the CUDA kernels, which round as
+// plain, with the CPU kernels).
+bool grid_fuses(int64_t h, int64_t w) {
+  if (const char* force = std::getenv("TENSOROPS_AFFINE_GRID")) {
+    if (std::strcmp(force, "plain") == 0) return false;
+    if (std::strcmp(force, "fma") == 0) return true;
+  }
+  static std::mutex mu;
+  static std::map<int64_t, bool> known;
+  const int64_t m = h * w;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto it = known.find(m);
+    if (it != known.end()) return it->second;
+  }
+  at::NoGradGuard no_grad;
+  const at::Tensor j = at::arange(w, at::kFloat).sub_(static_cast<float>(w - 1) * 0.5f);
+  const at::Tensor i = at::arange(h, at::kFloat).sub_(static_cast<float>(h - 1) * 0.5f);
+  const at::Tensor base = at::stack({j.view({1, w}).expand({h, w}), i.view({h, 1}).expand({h, w}),
+                                     at::ones({h, w}, at::kFloat)}, -1).view({1, m, 3});
+  const float a = 0.3f, c = std::cos(a), sn = std::sin(a);  // a rotation with a translation: both orders differ
+  const at::Tensor theta = at::tensor({c, -sn, 0.37f, sn, c, -1.3f}, at::kFloat).view({1, 2, 3});
+  const at::Tensor scale = at::tensor({0.5f * static_cast<float>(w), 0.5f * static_cast<float>(h)}, at::kFloat);
+  const at::Tensor rescaled = theta.transpose(1, 2).div(scale);  // (1, 3, 2), torchvision's layout
+  const at::Tensor grid = at::bmm(base, rescaled).contiguous();
+  const at::Tensor tc = rescaled.contiguous();
+  const float* tv = tc.const_data_ptr<float>();  // [k][d]: t_k of output coordinate d
+  const float t[6] = {tv[0], tv[2], tv[4], tv[1], tv[3], tv[5]};
+  const float* g = grid.const_data_ptr<float>();
+  int64_t fused_off = 0, plain_off = 0;
+  for (int64_t ii = 0; ii < h; ++ii)
+    for (int64_t jj = 0; jj < w; ++jj) {
+      const float bx = static_cast<float>(jj) - static_cast<float>(w - 1) * 0.5f;
+      const float by = static_cast<float>(ii) - static_cast<float>(h - 1) * 0.5f;
+      const float* gp = g + 2 * (ii * w + jj);
+      for (int d = 0; d < 2; ++d) {
+        const float px = augment::mul_rn(bx, t[3 * d]);
+        const float fused = augment::add_rn(augment::fma_rn(by, t[3 * d + 1], px), t[3 * d + 2]);
+        const float plain = augment::add_rn(augment::add_rn(px, augment::mul_rn(by, t[3 * d + 1])), t[3 * d + 2]);
+        fused_off += fused != gp[d];
+        plain_off += plain != gp[d];
+      }
+    }
+  const bool fuses = fused_off == 0 && plain_off > 0;
+  std::lock_guard<std::mutex> lock(mu);
+  known[m] = fuses;
+  return fuses;
+}
+
 // One sample's K ops in order, through two scratch images of the sample (contiguous, cache-sized for photos):
 // identities skipped, the last op written to the output, nothing written back to memory in between.
 void run_apply(augment_host::Setup& s) {
@@ -252,6 +306,9 @@ void run_apply(augment_host::Setup& s) {
   uint8_t* y = s.out.mutable_data_ptr<uint8_t>();
   const int64_t bytes = 2 * s.out.numel() * s.K;
   const int64_t C = s.C, H = s.H, W = s.W, K = s.K;
+  bool any_affine = false;
+  for (const augment::Sample& sm : s.samples) any_affine = any_affine || sm.op == augment::kAffine;
+  const bool fused_grid = any_affine && grid_fuses(H, W);
   parallel_for_bytes(0, s.N, bytes, [&](int64_t begin, int64_t end) {
     std::vector<uint8_t> scratch;  // one allocation per task, two images
     for (int64_t n = begin; n < end; ++n) {
@@ -262,7 +319,8 @@ void run_apply(augment_host::Setup& s) {
       const View src0 = view_of<View>(x, s.in, n);
       const Dest dst = view_of<Dest>(y, s.out, n);
       if (count == 0) {
-        TENSOROPS_CPU_DISPATCH(apply_sample)(ops[0], src0, dst, C, H, W, s.has_fill, s.fill);  // identity: a copy
+        // identity: a copy
+        TENSOROPS_CPU_DISPATCH(apply_sample)(ops[0], src0, dst, C, H, W, s.has_fill, s.fill, fused_grid);
         continue;
       }
       if (count > 1 && scratch.empty()) scratch.resize(static_cast<size_t>(2 * C * H * W));
@@ -275,7 +333,7 @@ void run_apply(augment_host::Setup& s) {
           uint8_t* buf = scratch.data() + (turn++ % 2) * C * H * W;
           to = Dest{buf, H * W, W, 1};
         }
-        TENSOROPS_CPU_DISPATCH(apply_sample)(ops[k], src, to, C, H, W, s.has_fill, s.fill);
+        TENSOROPS_CPU_DISPATCH(apply_sample)(ops[k], src, to, C, H, W, s.has_fill, s.fill, fused_grid);
         src = View{to.p, to.sc, to.sh, to.sw};
       }
     }

@@ -77,7 +77,15 @@ inline void row_extremes(const uint8_t* __restrict x, int64_t n, uint8_t& mn, ui
   mx = b;
 }
 
-inline void row_saturation(const uint8_t* __restrict r, const uint8_t* __restrict g, const uint8_t* __restrict b,
+// The colour row loops are built without trapping math: their selects (hue's sector table, the clamps) may then be
+// computed on every lane. With it GCC keeps a division or comparison that a select guards as a branch unless it
+// can mask it (AVX-512 only), and the AVX2 and baseline builds of hue and saturation stayed scalar, 8-12x the
+// AVX-512 time. No value changes: the same operations, rounded the same; only FP exception flags are not kept.
+// (Not the whole file: the bilinear taps loop vectorizes worse without trapping math.) The math they call is
+// always_inline (math/augment.h), so the different options do not stop it from inlining.
+#define TENSOROPS_COLOUR_LOOP __attribute__((optimize("no-trapping-math")))
+
+TENSOROPS_COLOUR_LOOP inline void row_saturation(const uint8_t* __restrict r, const uint8_t* __restrict g, const uint8_t* __restrict b,
                            uint8_t* __restrict yr, uint8_t* __restrict yg, uint8_t* __restrict yb, int64_t n,
                            float f0, float f1) {
   for (int64_t j = 0; j < n; ++j) {
@@ -100,7 +108,7 @@ inline void row_grayscale(const uint8_t* __restrict r, const uint8_t* __restrict
   }
 }
 
-inline void row_hue(const uint8_t* __restrict r, const uint8_t* __restrict g, const uint8_t* __restrict b,
+TENSOROPS_COLOUR_LOOP inline void row_hue(const uint8_t* __restrict r, const uint8_t* __restrict g, const uint8_t* __restrict b,
                     uint8_t* __restrict yr, uint8_t* __restrict yg, uint8_t* __restrict yb, int64_t n, float hf) {
   for (int64_t j = 0; j < n; ++j) {
     uint8_t ro, go, bo;
@@ -296,8 +304,11 @@ inline void sharpness_op(const augment::Sample& sm, const View& x, const Dest& y
 // ---- geometry -------------------------------------------------------------------------------------------------
 // Per output row, in chunks: the source coordinates (the float work, vectorized) into small arrays, then a gather
 // per channel.
-inline void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t C, int64_t H, int64_t W,
-                      bool has_fill, const float* fill) {
+// kFusedGrid: the grid rounded as torch's CPU bmm rounds it here (math/augment.h affine_source), a constant in the
+// loops.
+template <bool kFusedGrid>
+void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t C, int64_t H, int64_t W,
+               bool has_fill, const float* fill) {
   constexpr int64_t kChunk = 256;
   uint8_t fill_u8[3];
   for (int64_t c = 0; c < C; ++c)
@@ -333,7 +344,7 @@ inline void affine_op(const augment::Sample& sm, const View& x, const Dest& y, i
       if (sm.ival == 0) {  // nearest
         for (int64_t t = 0; t < m; ++t) {
           float ix, iy;
-          augment::affine_source(tt, i, j0 + t, H, W, ix, iy);
+          augment::affine_source(tt, i, j0 + t, H, W, ix, iy, kFusedGrid);
           const float rx = augment::round_even(ix), ry = augment::round_even(iy);
           const bool in = (rx >= 0.f) & (ry >= 0.f) & (rx < fw) & (ry < fh);
           const int64_t sx = in ? static_cast<int64_t>(rx) : 0, sy = in ? static_cast<int64_t>(ry) : 0;
@@ -350,7 +361,7 @@ inline void affine_op(const augment::Sample& sm, const View& x, const Dest& y, i
       } else {  // bilinear: weights, the north-west tap and the inside flags per column, then a gather per channel
         for (int64_t t = 0; t < m; ++t) {
           float ix, iy;
-          augment::affine_source(tt, i, j0 + t, H, W, ix, iy);
+          augment::affine_source(tt, i, j0 + t, H, W, ix, iy, kFusedGrid);
           const augment::Taps tp = augment::bilinear_taps(ix, iy, H, W);
           wt[0][t] = tp.w0;
           wt[1][t] = tp.w1;
@@ -420,7 +431,7 @@ inline void rot_op(int32_t op, const View& x, const Dest& y, int64_t C, int64_t 
 }
 
 inline void apply_sample(const augment::Sample& sm, const View& x, const Dest& y, int64_t C, int64_t H, int64_t W,
-                         bool has_fill, const float* fill) {
+                         bool has_fill, const float* fill, bool fused_grid) {
   const int32_t op = sm.op;
   const bool colour_on_gray = C == 1 && (op == augment::kSaturation || op == augment::kHue ||
                                          op == augment::kGrayscale);
@@ -433,7 +444,8 @@ inline void apply_sample(const augment::Sample& sm, const View& x, const Dest& y
   } else if (op == augment::kSharpness) {
     sharpness_op(sm, x, y, C, H, W);
   } else if (op == augment::kAffine) {
-    affine_op(sm, x, y, C, H, W, has_fill, fill);
+    if (fused_grid) affine_op<true>(sm, x, y, C, H, W, has_fill, fill);
+    else affine_op<false>(sm, x, y, C, H, W, has_fill, fill);
   } else {
     rot_op(op, x, y, C, H, W);
   }
@@ -474,4 +486,5 @@ inline void mix_sample(const uint8_t* __restrict x, const uint8_t* const* a, int
   }
 }
 
+#undef TENSOROPS_COLOUR_LOOP
 // NOLINTEND

@@ -19,6 +19,10 @@ import pytest
 import _emulated
 
 ACTIVE = bool(os.environ.get("TENSOROPS_EMU_SO") or os.environ.get("TENSOROPS_EMU_VARIANT"))
+# The CUDA kernels round torchvision's affine grid as (x * t0 + y * t1) + t2; the CPU kernels as torch's CPU bmm
+# does on this machine for the image's size (on some CPUs fused: augment.cpp's grid_fuses). The tier compares the
+# two, so the CPU kernels here round as the CUDA ones.
+os.environ["TENSOROPS_AFFINE_GRID"] = "plain"
 if not ACTIVE:
     collect_ignore_glob = ["test_*.py"]
 

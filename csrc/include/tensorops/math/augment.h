@@ -57,28 +57,35 @@ TENSOROPS_HD bool is_lut_op(int32_t op) {
 }
 
 // ---- one rounding per op ----------------------------------------------------------------------------------
-TENSOROPS_HD float mul_rn(float a, float b) {
+// Always inlined on the host: the CPU's colour row loops are built with other optimize options (no trapping math,
+// cpu/augment_loops.h), and GCC inlines a function with other options only where it must.
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define TENSOROPS_AUGMENT_INLINE inline __attribute__((always_inline))
+#else
+#define TENSOROPS_AUGMENT_INLINE TENSOROPS_HD
+#endif
+TENSOROPS_AUGMENT_INLINE float mul_rn(float a, float b) {
 #ifdef __CUDA_ARCH__
   return __fmul_rn(a, b);
 #else
   return a * b;
 #endif
 }
-TENSOROPS_HD float add_rn(float a, float b) {
+TENSOROPS_AUGMENT_INLINE float add_rn(float a, float b) {
 #ifdef __CUDA_ARCH__
   return __fadd_rn(a, b);
 #else
   return a + b;
 #endif
 }
-TENSOROPS_HD float sub_rn(float a, float b) {
+TENSOROPS_AUGMENT_INLINE float sub_rn(float a, float b) {
 #ifdef __CUDA_ARCH__
   return __fsub_rn(a, b);
 #else
   return a - b;
 #endif
 }
-TENSOROPS_HD float div_rn(float a, float b) {
+TENSOROPS_AUGMENT_INLINE float div_rn(float a, float b) {
 #ifdef __CUDA_ARCH__
   return __fdiv_rn(a, b);
 #else
@@ -86,36 +93,41 @@ TENSOROPS_HD float div_rn(float a, float b) {
 #endif
 }
 // a * b + c rounded once (torch's add_ with alpha: c.add_(a, alpha=b))
-TENSOROPS_HD float fma_rn(float a, float b, float c) {
+TENSOROPS_AUGMENT_INLINE float fma_rn(float a, float b, float c) {
 #ifdef __CUDA_ARCH__
   return __fmaf_rn(a, b, c);
+#elif defined(__GNUC__) && !defined(__CUDACC__)
+  // the builtin, expanded in the caller's target (one vfmadd in the AVX2 and AVX-512 builds): std::fma is an
+  // inline function of <cmath>, which a caller with other optimize options (augment.cpp's) may not inline, and
+  // its out-of-line copy, built for baseline x86-64, calls libm's software fma
+  return __builtin_fmaf(a, b, c);
 #else
   return std::fma(a, b, c);
 #endif
 }
 // the Python double constant as torch's float32 kernel sees it
-TENSOROPS_HD float k(double v) { return static_cast<float>(v); }
+TENSOROPS_AUGMENT_INLINE float k(double v) { return static_cast<float>(v); }
 
 // floor of a float of magnitude below 2^31 through the integer conversion (exact; vectorizes where floorf may not)
-TENSOROPS_HD float floor_small(float v) {
+TENSOROPS_AUGMENT_INLINE float floor_small(float v) {
   const float t = static_cast<float>(static_cast<int32_t>(v));  // truncation toward zero
   return t > v ? t - 1.f : t;
 }
 
-TENSOROPS_HD float clamp_to(float v, float lo, float hi) {
+TENSOROPS_AUGMENT_INLINE float clamp_to(float v, float lo, float hi) {
   v = v < lo ? lo : v;  // one select at a time (vectorizes); NaN stays NaN
   return v > hi ? hi : v;
 }
-TENSOROPS_HD uint8_t to_u8(float v) { return static_cast<uint8_t>(static_cast<int>(v)); }  // v in [0, 255]
+TENSOROPS_AUGMENT_INLINE uint8_t to_u8(float v) { return static_cast<uint8_t>(static_cast<int>(v)); }  // v in [0, 255]
 
 // ---- colour ------------------------------------------------------------------------------------------------
 // _rgb_to_grayscale_image: r.mul(0.2989).add_(g, alpha=0.587).add_(b, alpha=0.114)
-TENSOROPS_HD float luma(float r, float g, float b) {
+TENSOROPS_AUGMENT_INLINE float luma(float r, float g, float b) {
   return fma_rn(b, k(0.114), fma_rn(g, k(0.587), mul_rn(r, k(0.2989))));
 }
 
 // _blend(image1, image2, ratio): image1.mul(ratio).add_(image2, alpha=1 - ratio).clamp_(0, 255).to(uint8)
-TENSOROPS_HD uint8_t blend(float x, float other, float ratio, float alpha) {
+TENSOROPS_AUGMENT_INLINE uint8_t blend(float x, float other, float ratio, float alpha) {
   return to_u8(clamp_to(fma_rn(other, alpha, mul_rn(x, ratio)), 0.f, 255.f));
 }
 
@@ -145,11 +157,6 @@ TENSOROPS_HD uint8_t autocontrast(float x, float lo, float hi) {
 
 // adjust_hue_image on one pixel: to_dtype(float32, scale=True), _rgb_to_hsv, h.add_(hue).remainder_(1.0),
 // _hsv_to_rgb, to_dtype(uint8, scale=True) (mul(255.999), truncation).
-#if defined(__GNUC__) && !defined(__CUDACC__)
-#define TENSOROPS_AUGMENT_INLINE inline __attribute__((always_inline))
-#else
-#define TENSOROPS_AUGMENT_INLINE TENSOROPS_HD
-#endif
 TENSOROPS_AUGMENT_INLINE void hue(uint8_t ri, uint8_t gi, uint8_t bi, float hue_factor, uint8_t& ro, uint8_t& go,
                       uint8_t& bo) {
   const float s255 = k(1.0 / 255.0);
@@ -262,11 +269,18 @@ TENSOROPS_HD bool equalize_lut(const Count* hist, int64_t total, uint8_t* lut) {
 // rounded, matched torch 2.14's CPU bmm on every grid point of 24 test maps), then grid_sample's unnormalisation
 // (coord + 1) * (size / 2) - 0.5 as ATen's vectorized CPU kernel computes it: the multiply and the subtraction
 // fused (with separate roundings, bilinear translations by half pixels missed 0.07% of torchvision's values).
-TENSOROPS_HD void affine_source(const float* t, int64_t i, int64_t j, int64_t h, int64_t w, float& ix, float& iy) {
+// fused_grid: torch's CPU bmm rounds the grid as fma(y, t1, x * t0) + t2 instead, which MKL does on some CPUs for
+// some grid sizes (measured on an Intel Xeon, torch 2.14: from a few hundred grid points up; an AMD EPYC: never):
+// the CPU kernel asks torch's bmm which it does for the image's size (augment.cpp's grid_fuses).
+TENSOROPS_HD void affine_source(const float* t, int64_t i, int64_t j, int64_t h, int64_t w, float& ix, float& iy,
+                                bool fused_grid = false) {
   const float bx = static_cast<float>(j) - static_cast<float>(w - 1) * 0.5f;
   const float by = static_cast<float>(i) - static_cast<float>(h - 1) * 0.5f;
-  const float gx = add_rn(add_rn(mul_rn(bx, t[0]), mul_rn(by, t[1])), t[2]);
-  const float gy = add_rn(add_rn(mul_rn(bx, t[3]), mul_rn(by, t[4])), t[5]);
+  const float px = mul_rn(bx, t[0]), py = mul_rn(bx, t[3]);
+  const float sx = fused_grid ? fma_rn(by, t[1], px) : add_rn(px, mul_rn(by, t[1]));  // (a select: vectorizes)
+  const float sy = fused_grid ? fma_rn(by, t[4], py) : add_rn(py, mul_rn(by, t[4]));
+  const float gx = add_rn(sx, t[2]);
+  const float gy = add_rn(sy, t[5]);
   ix = fma_rn(add_rn(gx, 1.f), static_cast<float>(w) * 0.5f, -0.5f);
   iy = fma_rn(add_rn(gy, 1.f), static_cast<float>(h) * 0.5f, -0.5f);
 }
