@@ -164,8 +164,9 @@ def test_every_cpu_build_gives_torchs_values_and_the_same_bits(tmp_path):
                 torch.testing.assert_close(theirs.double(), value.double(), rtol=eps, atol=eps, msg=name)
                 continue
             if name.startswith("resized"):
-                # the AVX-512 build's planar horizontal pass and the others' 4-lane pixels sum the same taps in
-                # the same order; the baseline build rounds each multiply-add twice: a few units in the last place
+                # the AVX-512 and AVX2 builds' planar horizontal pass (16 and 8 outputs a register) and the
+                # baseline's 4-lane pixels sum the same taps in the same order; the baseline build rounds each
+                # multiply-add twice: a few units in the last place
                 torch.testing.assert_close(theirs, value, rtol=4e-7, atol=4e-6, msg=name)
                 continue
             bits = value.flatten().view(torch.uint8)  # NaN payloads and signed zeros included

@@ -1,7 +1,7 @@
 // resized_crop_mirror_normalize's CPU pass over a range of output rows. Included once per build by resized_crop_mirror_normalize.cpp
 // (AVX-512, AVX2+FMA, baseline; see tensorops/cpu_isa.h), after normalize_loops.h (whose `emit` it stores
 // floating rows with) and resize_vertical.h (the vertical pass, F16), so no #pragma once and no includes. The
-// names it uses from resized_crop_mirror_normalize.cpp: Plan, AxisTaps, kPermute16.
+// names it uses from resized_crop_mirror_normalize.cpp: Plan, AxisTaps, kPermute16, kPermuteWidth.
 // NOLINTBEGIN
 
 // Channel counts: kC, a compile-time constant for 1-4 channels (so strided accesses become shuffles), or 0 and
@@ -104,53 +104,71 @@ void store_planes(const acc_t* __restrict x, out_t* __restrict y, int64_t ys, in
   }
 }
 
-// The planar horizontal pass (AVX-512 builds, float): kC channels' rows (channel c at v + c * vs, zero-padded 32
-// past its span) to w outputs each (at o + c * os, padded to whole blocks of 16), a block of 16 outputs at a
-// time (AxisTaps::blocks). The channels share each tap's weights and permute indices, so they go together: one
-// index update and weight load a tap for all of them, and kC independent multiply-add chains.
+// The planar horizontal pass (AVX-512 and AVX2 builds, float): kC channels' rows (channel c at v + c * vs,
+// zero-padded 32 past its span) to w outputs each (at o + c * os, padded to whole blocks of 16), a block of VW
+// outputs at a time (AxisTaps::blocks; VW = kPermuteWidth, one register). The channels share each tap's weights
+// and permute indices, so they go together: one index update and weight load a tap for all of them, and kC
+// independent multiply-add chains.
 template <int kC, typename acc_t>
 void horizontal_planar(const acc_t* __restrict v, int64_t vs, acc_t* __restrict o, int64_t os, int64_t w,
                        const AxisTaps<acc_t>& X) {
-  typedef int32_t I16 __attribute__((vector_size(64)));
-  const int64_t K = X.K, nb = (w + 15) / 16;
+  constexpr int VW = kPermuteWidth > 0 ? kPermuteWidth : 16;
+  typedef float FV __attribute__((vector_size(VW * 4)));
+  typedef int32_t IV __attribute__((vector_size(VW * 4)));
+  const int64_t K = X.K, nb = (w + VW - 1) / VW;
   for (int64_t bk = 0; bk < nb; ++bk) {
-    const int64_t j0 = bk * 16;
-    if (X.blk_fit[bk] == 2) {  // every tap's pixels in the 32 from blk_base: two registers a channel
-      F16 lo[kC], hi[kC], acc[kC];
+    const int64_t j0 = bk * VW;
+    if (X.blk_fit[bk] == 2 && VW == 8) {  // AVX2's 16 registers: a channel at a time (all at once spilled)
+      IV idx;
+      std::memcpy(&idx, X.blk_idx.data() + j0, sizeof(IV));
+      const acc_t* wk = X.blk_w.data() + bk * K * VW;
       for (int c = 0; c < kC; ++c) {
-        std::memcpy(&lo[c], v + c * vs + X.blk_base[bk], sizeof(F16));
-        std::memcpy(&hi[c], v + c * vs + X.blk_base[bk] + 16, sizeof(F16));
-        acc[c] = F16{};
+        FV lo, hi, acc = FV{};
+        std::memcpy(&lo, v + c * vs + X.blk_base[bk], sizeof(FV));
+        std::memcpy(&hi, v + c * vs + X.blk_base[bk] + VW, sizeof(FV));
+        for (int64_t k = 0; k < K; ++k) {
+          FV wv;
+          std::memcpy(&wv, wk + k * VW, sizeof(FV));
+          acc += wv * __builtin_shuffle(lo, hi, idx + int32_t(k));
+        }
+        std::memcpy(o + c * os + j0, &acc, sizeof(FV));
       }
-      I16 idx;
-      std::memcpy(&idx, X.blk_idx.data() + j0, sizeof(I16));
-      const acc_t* wk = X.blk_w.data() + bk * K * 16;
+    } else if (X.blk_fit[bk] == 2) {  // every tap's pixels in the 2 * VW from blk_base: two registers a channel
+      FV lo[kC], hi[kC], acc[kC];
+      for (int c = 0; c < kC; ++c) {
+        std::memcpy(&lo[c], v + c * vs + X.blk_base[bk], sizeof(FV));
+        std::memcpy(&hi[c], v + c * vs + X.blk_base[bk] + VW, sizeof(FV));
+        acc[c] = FV{};
+      }
+      IV idx;
+      std::memcpy(&idx, X.blk_idx.data() + j0, sizeof(IV));
+      const acc_t* wk = X.blk_w.data() + bk * K * VW;
       for (int64_t k = 0; k < K; ++k) {
-        F16 wv;
-        std::memcpy(&wv, wk + k * 16, sizeof(F16));
+        FV wv;
+        std::memcpy(&wv, wk + k * VW, sizeof(FV));
         for (int c = 0; c < kC; ++c) acc[c] += wv * __builtin_shuffle(lo[c], hi[c], idx + int32_t(k));
       }
-      for (int c = 0; c < kC; ++c) std::memcpy(o + c * os + j0, &acc[c], sizeof(F16));
-    } else if (X.blk_fit[bk] == 1) {  // each tap's pixels in the 32 from blk_base + k: two loads a tap
-      F16 acc[kC];
-      for (int c = 0; c < kC; ++c) acc[c] = F16{};
-      I16 idx;
-      std::memcpy(&idx, X.blk_idx.data() + j0, sizeof(I16));
-      const acc_t* wk = X.blk_w.data() + bk * K * 16;
+      for (int c = 0; c < kC; ++c) std::memcpy(o + c * os + j0, &acc[c], sizeof(FV));
+    } else if (X.blk_fit[bk] == 1) {  // each tap's pixels in the 2 * VW from blk_base + k: two loads a tap
+      FV acc[kC];
+      for (int c = 0; c < kC; ++c) acc[c] = FV{};
+      IV idx;
+      std::memcpy(&idx, X.blk_idx.data() + j0, sizeof(IV));
+      const acc_t* wk = X.blk_w.data() + bk * K * VW;
       const acc_t* vk = v + X.blk_base[bk];
-      for (int64_t k = 0; k < K; ++k, ++vk) {  // tap k: the 32 source pixels from blk_base + k
-        F16 wv;
-        std::memcpy(&wv, wk + k * 16, sizeof(F16));
+      for (int64_t k = 0; k < K; ++k, ++vk) {  // tap k: the 2 * VW source pixels from blk_base + k
+        FV wv;
+        std::memcpy(&wv, wk + k * VW, sizeof(FV));
         for (int c = 0; c < kC; ++c) {
-          F16 lo, hi;
-          std::memcpy(&lo, vk + c * vs, sizeof(F16));
-          std::memcpy(&hi, vk + c * vs + 16, sizeof(F16));
+          FV lo, hi;
+          std::memcpy(&lo, vk + c * vs, sizeof(FV));
+          std::memcpy(&hi, vk + c * vs + VW, sizeof(FV));
           acc[c] += wv * __builtin_shuffle(lo, hi, idx);
         }
       }
-      for (int c = 0; c < kC; ++c) std::memcpy(o + c * os + j0, &acc[c], sizeof(F16));
+      for (int c = 0; c < kC; ++c) std::memcpy(o + c * os + j0, &acc[c], sizeof(FV));
     } else {
-      const int64_t j1 = std::min(j0 + 16, w);
+      const int64_t j1 = std::min<int64_t>(j0 + VW, w);
       for (int c = 0; c < kC; ++c)
         for (int64_t j = j0; j < j1; ++j) {
           const acc_t* p = v + c * vs + X.first[j];
@@ -170,16 +188,19 @@ void deinterleave(const acc_t* __restrict x, int64_t n, acc_t* __restrict p, int
     for (int64_t t = 0; t < n; ++t) p[c * ps + t] = x[t * TENSOROPS_NC + c];
 }
 
-// x[n - 1 - t] for t < n into r: 16 floats a step, each reversed by one permute (GCC leaves such a loop scalar).
+// x[n - 1 - t] for t < n into r: one register of floats a step, each reversed by one permute (GCC leaves such a
+// loop scalar).
 template <typename acc_t>
 inline void reversed(const acc_t* __restrict x, int64_t n, acc_t* __restrict r) {
   int64_t t = 0;
   if constexpr (std::is_same_v<acc_t, float>) {
-    typedef int32_t M __attribute__((vector_size(64)));
-    constexpr M rev = {15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0};
-    for (; t + 16 <= n; t += 16) {
-      F16 v;
-      std::memcpy(&v, x + n - 16 - t, sizeof(v));
+    constexpr int V = kVecFloats;
+    typedef int32_t M __attribute__((vector_size(V * 4)));
+    M rev;
+    for (int i = 0; i < V; ++i) rev[i] = V - 1 - i;
+    for (; t + V <= n; t += V) {
+      FV v;
+      std::memcpy(&v, x + n - V - t, sizeof(v));
       v = __builtin_shuffle(v, rev);
       std::memcpy(r + t, &v, sizeof(v));
     }
@@ -243,7 +264,7 @@ void clamp_range(acc_t* __restrict v, int64_t n, acc_t vmax) {
 template <int kC, typename in_t, typename out_t, typename acc_t>
 void rows_pass(const Plan<out_t, acc_t>& P, int64_t begin, int64_t end) {
   const int64_t C = P.C, w = P.w, h = P.h;
-  constexpr bool kPlanar = kPermute16 && std::is_same_v<acc_t, float>;
+  constexpr bool kPlanar = kPermuteWidth > 0 && std::is_same_v<acc_t, float>;
   // plane strides: source (zero past its span for the widest window and a 32-float permute), output
   const int64_t ps = P.max_span + P.max_kx + 32, wp = (w + 15) / 16 * 16;
   std::vector<acc_t> planes(ps * C), vrow((P.max_span + P.max_kx) * C + 4), orow(wp * C + 4), rev(wp);
@@ -272,7 +293,7 @@ void rows_pass(const Plan<out_t, acc_t>& P, int64_t begin, int64_t end) {
     const int64_t y0 = T.y.base + T.y.first[i];
     // vertical pass: HWC images with the channels innermost as one run of span * C values, else per channel
     // (3 channels into planes for the planar horizontal pass: split as they are summed)
-    constexpr bool kSplit3 = kPlanar && kC == 3;
+    constexpr bool kSplit3 = kPlanar && kPermute16 && kC == 3;
     const int64_t y_last = T.y.base + T.y.span - 1;  // the rows to prefetch: the two after this row's last tap
     const int64_t ya[2] = {std::min(y0 + K, y_last), std::min(y0 + K + 1, y_last)};
     const in_t* ahead[2];
@@ -290,7 +311,7 @@ void rows_pass(const Plan<out_t, acc_t>& P, int64_t begin, int64_t end) {
         vertical<in_t, acc_t>(rows.data(), wy, K, span, sm.sx, planes.data() + c * ps, ahead);
       }
     }
-    // horizontal pass, into orow: planar (channel c at c * wp + j) with 16-float permutes, else interleaved
+    // horizontal pass, into orow: planar (channel c at c * wp + j) with one register's permutes, else interleaved
     if constexpr (kPlanar) {
       if (P.packed && !kSplit3) deinterleave<kC, acc_t>(vrow.data(), span, planes.data(), ps, C);
       if constexpr (kC >= 1 && kC <= 4)

@@ -4,9 +4,9 @@
 // including namespace (kPermute16, kF16C).
 // NOLINTBEGIN
 
-// Vertical pass: out[t] = sum_k w[k] * rows[k][t * es] for t < L. Contiguous rows (es == 1) into float go 16
-// values a vector, two vectors a step, every tap into registers (the source converted on the way: load16) and
-// one store, so the accumulator never goes through memory.
+// Vertical pass: out[t] = sum_k w[k] * rows[k][t * es] for t < L. Contiguous rows (es == 1) into float go one
+// register a vector (kVecFloats, below), two vectors a step, every tap into registers (the source converted on the
+// way: loadv) and one store, so the accumulator never goes through memory.
 typedef float F16 __attribute__((vector_size(64)));
 
 // 16 source values as floats: uint8 with the build's widening loads (one vpmovzxbd + vcvtdq2ps on AVX-512;
@@ -36,6 +36,32 @@ inline F16 load16(const in_t* p) {
   return r;
 }
 
+// One register of floats in this build (the vertical pass' vectors: wider ones, which GCC lowers for a smaller
+// register through the stack, one float at a time, made the AVX2 pass 10x the AVX-512 one), and that many source
+// values as floats.
+constexpr int kVecFloats = kPermute16 ? 16 : kF16C ? 8 : 4;
+typedef float FV __attribute__((vector_size(kVecFloats * 4)));
+
+template <typename in_t>
+inline FV loadv(const in_t* p) {
+  if constexpr (kVecFloats == 16) {
+    return load16(p);
+  } else {
+    FV r;
+#if TENSOROPS_CPU_AVX2
+    if constexpr (kVecFloats == 8 && std::is_same_v<in_t, uint8_t>) {
+      const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+      std::memcpy(&r, &v, sizeof(r));
+      return r;
+    }
+#endif
+    float t[kVecFloats];
+    for (int i = 0; i < kVecFloats; ++i) t[i] = static_cast<float>(p[i]);
+    std::memcpy(&r, t, sizeof(r));
+    return r;
+  }
+}
+
 // The rows the next output row reads first (`ahead`: the two past this row's last tap) are prefetched as this
 // one is summed: measured on 32 decoded photos at 1 thread, the first reads of each source row waited on memory.
 template <typename in_t>
@@ -50,16 +76,17 @@ void vertical(const in_t* const* rows, const acc_t* w, int64_t K, int64_t L, int
   int64_t t = 0;
   if constexpr (std::is_same_v<acc_t, float>) {
     if (es == 1) {
-      for (; t + 32 <= L; t += 32) {
+      constexpr int V = kVecFloats;
+      for (; t + 2 * V <= L; t += 2 * V) {
         prefetch_ahead(ahead, t);
-        F16 a0 = {}, a1 = {};
+        FV a0 = {}, a1 = {};
         for (int64_t k = 0; k < K; ++k) {
           const float wk = w[k];
-          a0 += wk * load16(rows[k] + t);
-          a1 += wk * load16(rows[k] + t + 16);
+          a0 += wk * loadv(rows[k] + t);
+          a1 += wk * loadv(rows[k] + t + V);
         }
-        std::memcpy(out + t, &a0, sizeof(F16));
-        std::memcpy(out + t + 16, &a1, sizeof(F16));
+        std::memcpy(out + t, &a0, sizeof(FV));
+        std::memcpy(out + t + V, &a1, sizeof(FV));
       }
     }
   }

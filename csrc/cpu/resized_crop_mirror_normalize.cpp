@@ -72,37 +72,37 @@ struct AxisTaps {
       for (int64_t t = 0; t < count[k]; ++t) w[k * K + t] = static_cast<acc_t>(wk[t] * inv);
       first[k] -= base;
     }
-    if constexpr (std::is_same_v<acc_t, float>) blocks(out);
+    if constexpr (std::is_same_v<acc_t, float>) blocks(out, cpu_isa_level() == 2 ? 16 : 8);
   }
 
-  // The horizontal pass' 16-output blocks (the AVX-512 loops), blk_fit: 2, every window lies within the 32
-  // source pixels from the block's first one (blk_base), loaded once, and each tap is one two-register permute
-  // and multiply-add (blk_idx: each output's first pixel from blk_base; blk_w: the weights, tap-major); 1, the
-  // windows start within those 32 (downscaling by ~1.6-2x), and tap k permutes the 32 pixels from blk_base + k,
-  // loaded for it; 0, a dot product per output.
+  // The horizontal pass' blocks of bw outputs (one register of floats: 16 in the AVX-512 loops, 8 in the AVX2
+  // ones), blk_fit: 2, every window lies within the 2 * bw source pixels from the block's first one (blk_base),
+  // loaded once, and each tap is one two-register permute and multiply-add (blk_idx: each output's first pixel
+  // from blk_base; blk_w: the weights, tap-major); 1, the windows start within those 2 * bw (downscaling by
+  // ~1.6-2x), and tap k permutes the 2 * bw pixels from blk_base + k, loaded for it; 0, a dot product per output.
   std::vector<int64_t> blk_base;
   std::vector<char> blk_fit;
   std::vector<int32_t> blk_idx;
   std::vector<acc_t> blk_w;
 
-  void blocks(int64_t out) {
-    const int64_t nb = (out + 15) / 16;
+  void blocks(int64_t out, int64_t bw) {
+    const int64_t nb = (out + bw - 1) / bw;
     blk_base.assign(nb, 0);
     blk_fit.assign(nb, 0);
-    blk_idx.assign(nb * 16, 0);
-    blk_w.assign(nb * K * 16, acc_t(0));
+    blk_idx.assign(nb * bw, 0);
+    blk_w.assign(nb * K * bw, acc_t(0));
     for (int64_t bk = 0; bk < nb; ++bk) {
-      const int64_t j0 = bk * 16, j1 = std::min(j0 + 16, out);
+      const int64_t j0 = bk * bw, j1 = std::min(j0 + bw, out);
       int64_t lo = first[j0], hi = first[j0];
       for (int64_t j = j0; j < j1; ++j) {
         lo = std::min(lo, first[j]);
         hi = std::max(hi, first[j]);
       }
       blk_base[bk] = lo;
-      blk_fit[bk] = hi + K - lo <= 32 ? 2 : hi - lo < 32 ? 1 : 0;
+      blk_fit[bk] = hi + K - lo <= 2 * bw ? 2 : hi - lo < 2 * bw ? 1 : 0;
       for (int64_t j = j0; j < j1; ++j) {
-        blk_idx[j] = static_cast<int32_t>(std::min<int64_t>(first[j] - lo, 31));
-        for (int64_t t = 0; t < K; ++t) blk_w[(bk * K + t) * 16 + (j - j0)] = w[j * K + t];
+        blk_idx[j] = static_cast<int32_t>(std::min<int64_t>(first[j] - lo, 2 * bw - 1));
+        for (int64_t t = 0; t < K; ++t) blk_w[(bk * K + t) * bw + (j - j0)] = w[j * K + t];
       }
     }
   }
@@ -153,19 +153,25 @@ struct Plan {
 };
 
 // ---- inner loops, built for AVX-512, for AVX2+FMA and for baseline x86-64 (cpu_isa.h) --------------------
-// kPermute16: the build has 16-float registers and a two-register permute (the planar horizontal pass).
+// kPermute16: the build has 16-float registers and a two-register permute (AVX-512: stream stores, the 3-channel
+// vertical pass into planes). kPermuteWidth: the floats of one register that the planar horizontal pass permutes
+// (16 AVX-512, 8 AVX2 with vpermps; 0: the baseline build, whose SSE2 has no variable permute, runs the
+// interleaved pass).
 TENSOROPS_AVX512_BUILD
 constexpr bool kPermute16 = true;
+constexpr int kPermuteWidth = 16;
 #include "normalize_loops.h"
 #include "resize_vertical.h"
 #include "resize_loops.h"
 TENSOROPS_AVX2_BUILD
 constexpr bool kPermute16 = false;
+constexpr int kPermuteWidth = 8;
 #include "normalize_loops.h"
 #include "resize_vertical.h"
 #include "resize_loops.h"
 TENSOROPS_BASE_BUILD
 constexpr bool kPermute16 = false;
+constexpr int kPermuteWidth = 0;
 #include "normalize_loops.h"
 #include "resize_vertical.h"
 #include "resize_loops.h"
