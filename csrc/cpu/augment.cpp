@@ -210,11 +210,127 @@ __attribute__((target(TENSOROPS_BILINEAR_ISA ",avx512vbmi"))) void bilinear_row_
 }
 #pragma GCC diagnostic pop
 #undef TENSOROPS_BILINEAR_ISA
+
+// The same 8 outputs at a time with AVX2's gathers (vector masks instead of mask registers): each tap pair's
+// 32-bit word where either tap is inside, each tap's byte kept where it is inside, bilinear_sum and
+// bilinear_finish in the AVX-512 path's order (fp-contract off: fused where written), the tail as it is there.
+__attribute__((target("avx2,fma"))) void bilinear_row_avx2(const BilinearRow& r, int64_t m) {
+  const __m256i vw = _mm256_set1_epi32(static_cast<int32_t>(r.W)), byte = _mm256_set1_epi32(0xFF);
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256 magic = _mm256_set1_ps(12582912.f), lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.f);
+  int64_t t = 0;
+  for (; t + 8 <= m; t += 8) {
+    __m256i k[4];
+    __m256 w[4];
+    for (int q = 0; q < 4; ++q) {
+      const __m256i okq = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r.ok[q] + t)));
+      k[q] = _mm256_cmpgt_epi32(okq, zero);  // all ones where the tap is inside
+      w[q] = _mm256_loadu_ps(r.wt[q] + t);
+    }
+    const __m256i o = _mm256_add_epi32(
+        _mm256_mullo_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r.ty + t)), vw),
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r.tx + t)));
+    const __m256i o2 = _mm256_add_epi32(o, vw);
+    for (int64_t c = 0; c < r.C; ++c) {
+      const int* plane = reinterpret_cast<const int*>(r.planes[c]);
+      __m256 v[4];
+      for (int p = 0; p < 2; ++p) {
+        const __m256i word = _mm256_mask_i32gather_epi32(zero, plane, p ? o2 : o,
+                                                         _mm256_or_si256(k[2 * p], k[2 * p + 1]), 1);
+        v[2 * p] = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_and_si256(word, byte), k[2 * p]));
+        v[2 * p + 1] = _mm256_cvtepi32_ps(
+            _mm256_and_si256(_mm256_and_si256(_mm256_srli_epi32(word, 8), byte), k[2 * p + 1]));
+      }
+      __m256 sum = _mm256_fmadd_ps(v[3], w[3], _mm256_fmadd_ps(v[2], w[2], _mm256_fmadd_ps(v[1], w[1],
+                                                                                            _mm256_mul_ps(v[0], w[0]))));
+      if (r.has_fill) {
+        const __m256 vf = _mm256_set1_ps(r.fill[c]);
+        const __m256 mask = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(w[0], w[1]), w[2]), w[3]);
+        sum = _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(sum, vf), mask), vf);
+      }
+      __m256 qv = _mm256_sub_ps(_mm256_add_ps(sum, magic), magic);  // round half to even (augment.h round_even)
+      qv = _mm256_min_ps(_mm256_max_ps(qv, lo), hi);
+      const __m256i q32 = _mm256_cvttps_epi32(qv);
+      const __m128i q16 = _mm_packus_epi32(_mm256_castsi256_si128(q32), _mm256_extracti128_si256(q32, 1));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(r.out[c] + t), _mm_packus_epi16(q16, q16));
+    }
+  }
+  bilinear_tail(r, t, m);
+}
+#define TENSOROPS_AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) inline
+// clamp_to: v < a ? a : v, then v > b ? b : v (NaN stays NaN)
+TENSOROPS_AVX2_INLINE __m256 clamp8(__m256 v, __m256 a, __m256 b) {
+  v = _mm256_blendv_ps(v, a, _mm256_cmp_ps(v, a, _CMP_LT_OQ));
+  return _mm256_blendv_ps(v, b, _mm256_cmp_ps(v, b, _CMP_GT_OQ));
+}
+// floor_small: the truncation, minus one where that rounded up
+TENSOROPS_AVX2_INLINE __m256 floor8(__m256 v) {
+  const __m256 t = _mm256_cvtepi32_ps(_mm256_cvttps_epi32(v));
+  return _mm256_blendv_ps(t, _mm256_sub_ps(t, _mm256_set1_ps(1.f)), _mm256_cmp_ps(t, v, _CMP_GT_OQ));
+}
+// (v > -1) & (v < size), as an all-ones mask
+TENSOROPS_AVX2_INLINE __m256 inside8(__m256 v, __m256 size) {
+  return _mm256_and_ps(_mm256_cmp_ps(v, _mm256_set1_ps(-1.f), _CMP_GT_OQ), _mm256_cmp_ps(v, size, _CMP_LT_OQ));
+}
+// 8 lanes of all-ones / zero as 8 bytes of 1 / 0
+TENSOROPS_AVX2_INLINE __m128i bytes8(__m256 mask) {
+  const __m256i b = _mm256_and_si256(_mm256_castps_si256(mask), _mm256_set1_epi32(1));
+  const __m128i h = _mm_packus_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
+  return _mm_packus_epi16(h, h);
+}
+
+// The bilinear taps of outputs j0 + [0, m) of row i, 8 at a time (AVX2; GCC leaves that loop scalar there: the
+// int64 column and the floor's guarded select), as math/augment.h's affine_source and bilinear_taps compute them,
+// operation for operation (fp-contract off: fused where written); returns how many it did (the rest: those
+// functions). wt, ok: 4 rows of `stride` values.
+__attribute__((target("avx2,fma"))) int64_t bilinear_taps_avx2(const float* tt, int64_t i, int64_t j0, int64_t m,
+                                                               int64_t H, int64_t W, bool fused, float* wt,
+                                                               uint8_t* ok, int64_t stride, int32_t* tap_x,
+                                                               int32_t* tap_y) {
+  const float fw = static_cast<float>(W), fh = static_cast<float>(H);
+  const __m256 one = _mm256_set1_ps(1.f);
+  const __m256 vfw = _mm256_set1_ps(fw), vfh = _mm256_set1_ps(fh);
+  const __m256 lo = _mm256_set1_ps(-2.f), hix = _mm256_set1_ps(fw + 1.f), hiy = _mm256_set1_ps(fh + 1.f);
+  const __m256 halfw = _mm256_set1_ps(static_cast<float>(W - 1) * 0.5f);
+  const __m256 by = _mm256_set1_ps(static_cast<float>(static_cast<int32_t>(i)) - static_cast<float>(H - 1) * 0.5f);
+  const __m256 t0 = _mm256_set1_ps(tt[0]), t1 = _mm256_set1_ps(tt[1]), t2 = _mm256_set1_ps(tt[2]);
+  const __m256 t3 = _mm256_set1_ps(tt[3]), t4 = _mm256_set1_ps(tt[4]), t5 = _mm256_set1_ps(tt[5]);
+  const __m256 sw = _mm256_set1_ps(fw * 0.5f), sh = _mm256_set1_ps(fh * 0.5f), mhalf = _mm256_set1_ps(-0.5f);
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256 by_t1 = _mm256_mul_ps(by, t1), by_t4 = _mm256_mul_ps(by, t4);
+  int64_t t = 0;
+  for (; t + 8 <= m; t += 8) {
+    const __m256 j = _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(j0 + t)), iota));
+    const __m256 bx = _mm256_sub_ps(j, halfw);
+    const __m256 px = _mm256_mul_ps(bx, t0), py = _mm256_mul_ps(bx, t3);
+    const __m256 sx = fused ? _mm256_fmadd_ps(by, t1, px) : _mm256_add_ps(px, by_t1);
+    const __m256 sy = fused ? _mm256_fmadd_ps(by, t4, py) : _mm256_add_ps(py, by_t4);
+    const __m256 gx = _mm256_add_ps(sx, t2), gy = _mm256_add_ps(sy, t5);
+    const __m256 ix = clamp8(_mm256_fmadd_ps(_mm256_add_ps(gx, one), sw, mhalf), lo, hix);
+    const __m256 iy = clamp8(_mm256_fmadd_ps(_mm256_add_ps(gy, one), sh, mhalf), lo, hiy);
+    const __m256 x0 = floor8(ix), y0 = floor8(iy);
+    const __m256 we = _mm256_sub_ps(ix, x0), ea = _mm256_sub_ps(one, we);
+    const __m256 no = _mm256_sub_ps(iy, y0), so = _mm256_sub_ps(one, no);
+    const __m256 x1 = _mm256_add_ps(x0, one), y1 = _mm256_add_ps(y0, one);
+    const __m256 xw = inside8(x0, vfw), xe = inside8(x1, vfw), yn = inside8(y0, vfh), ys = inside8(y1, vfh);
+    const __m256 k[4] = {_mm256_and_ps(yn, xw), _mm256_and_ps(yn, xe), _mm256_and_ps(ys, xw), _mm256_and_ps(ys, xe)};
+    const __m256 w[4] = {_mm256_mul_ps(so, ea), _mm256_mul_ps(so, we), _mm256_mul_ps(no, ea), _mm256_mul_ps(no, we)};
+    for (int q = 0; q < 4; ++q) {
+      _mm256_storeu_ps(wt + q * stride + t, _mm256_and_ps(k[q], w[q]));  // the weight where inside, else +0
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(ok + q * stride + t), bytes8(k[q]));
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(tap_x + t), _mm256_cvttps_epi32(x0));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(tap_y + t), _mm256_cvttps_epi32(y0));
+  }
+  return t;
+}
+#undef TENSOROPS_AVX2_INLINE
 #endif
 
+// Whether this build has a vector bilinear row (AVX-512, AVX2): the planes are then copied padded for its gathers.
 bool bilinear_row_fast() {
 #if TENSOROPS_CPU_AVX2
-  static const bool on = cpu_isa_level() == 2;
+  static const bool on = cpu_isa_level() >= 1;
   return on;
 #else
   return false;
@@ -227,18 +343,24 @@ void bilinear_row(const uint8_t* const* planes, uint8_t* const* out, int64_t C, 
 #if TENSOROPS_CPU_AVX2
   const BilinearRow r{planes, out, C, W, H, tx, ty, ok, wt, has_fill, fill};
   if (cpu_vbmi()) bilinear_row_vbmi(r, m);
-  else bilinear_row_avx512(r, m);
+  else if (cpu_isa_level() == 2) bilinear_row_avx512(r, m);
+  else bilinear_row_avx2(r, m);
 #else
   (void)planes, (void)out, (void)C, (void)H, (void)W, (void)tx, (void)ty, (void)ok, (void)wt, (void)m;
   (void)has_fill, (void)fill;
 #endif
 }
 
+// kAvx2Taps: the AVX2 build computes the bilinear taps with bilinear_taps_avx2 (the AVX-512 build's loop
+// vectorizes as written; the baseline's stays scalar).
 TENSOROPS_AVX512_BUILD
+constexpr bool kAvx2Taps = false;
 #include "augment_loops.h"
 TENSOROPS_AVX2_BUILD
+constexpr bool kAvx2Taps = true;
 #include "augment_loops.h"
 TENSOROPS_BASE_BUILD
+constexpr bool kAvx2Taps = false;
 #include "augment_loops.h"
 TENSOROPS_END_BUILDS
 

@@ -318,8 +318,8 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
   alignas(64) uint8_t ok[4][kChunk];
   alignas(64) int32_t tap_x[kChunk], tap_y[kChunk];
   alignas(64) uint8_t res[3][kChunk];
-  // bilinear with AVX-512 gathers: each plane copied once, contiguous and padded by 4 bytes on both sides (a gather
-  // reads a 32-bit word at a tap pair's byte offset, from one byte before the image)
+  // bilinear with AVX-512 or AVX2 gathers: each plane copied once, contiguous and padded by 4 bytes on both sides
+  // (a gather reads a 32-bit word at a tap pair's byte offset, from one byte before the image)
   std::vector<uint8_t> padded;
   if (sm.ival != 0 && bilinear_row_fast() && H * W + 8 < (int64_t{1} << 31)) {
     padded.assign(static_cast<size_t>(C * (H * W + 8)), 0);  // 4 bytes before each plane and 4 after
@@ -359,7 +359,12 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
           for (int64_t c = 0; c < C; ++c) yr[t * ysw + c * ysc] = in ? q[c * xsc] : fill_u8[c];
         }
       } else {  // bilinear: weights, the north-west tap and the inside flags per column, then a gather per channel
-        for (int64_t t = 0; t < m; ++t) {
+        int64_t done = 0;
+#if TENSOROPS_CPU_AVX2
+        if constexpr (kAvx2Taps)
+          done = bilinear_taps_avx2(tt, i, j0, m, H, W, kFusedGrid, wt[0], ok[0], kChunk, tap_x, tap_y);
+#endif
+        for (int64_t t = done; t < m; ++t) {
           float ix, iy;
           augment::affine_source(tt, i, j0 + t, H, W, ix, iy, kFusedGrid);
           const augment::Taps tp = augment::bilinear_taps(ix, iy, H, W);
@@ -374,7 +379,7 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
           ok[2][t] = tp.k2;
           ok[3][t] = tp.k3;
         }
-        if (!padded.empty()) {  // AVX-512: 16 outputs at a time from the padded planes
+        if (!padded.empty()) {  // AVX-512 or AVX2: 16 or 8 outputs at a time from the padded planes
           const uint8_t* oks[4] = {ok[0], ok[1], ok[2], ok[3]};
           const float* wts[4] = {wt[0], wt[1], wt[2], wt[3]};
           const uint8_t* planes[3];

@@ -272,10 +272,11 @@ TENSOROPS_HD bool equalize_lut(const Count* hist, int64_t total, uint8_t* lut) {
 // fused_grid: torch's CPU bmm rounds the grid as fma(y, t1, x * t0) + t2 instead, which MKL does on some CPUs for
 // some grid sizes (measured on an Intel Xeon, torch 2.14: from a few hundred grid points up; an AMD EPYC: never):
 // the CPU kernel asks torch's bmm which it does for the image's size (augment.cpp's grid_fuses).
-TENSOROPS_HD void affine_source(const float* t, int64_t i, int64_t j, int64_t h, int64_t w, float& ix, float& iy,
+TENSOROPS_AUGMENT_INLINE void affine_source(const float* t, int64_t i, int64_t j, int64_t h, int64_t w, float& ix, float& iy,
                                 bool fused_grid = false) {
-  const float bx = static_cast<float>(j) - static_cast<float>(w - 1) * 0.5f;
-  const float by = static_cast<float>(i) - static_cast<float>(h - 1) * 0.5f;
+  // (through int32: exact for any image size, and AVX2 has no vector conversion from int64)
+  const float bx = static_cast<float>(static_cast<int32_t>(j)) - static_cast<float>(w - 1) * 0.5f;
+  const float by = static_cast<float>(static_cast<int32_t>(i)) - static_cast<float>(h - 1) * 0.5f;
   const float px = mul_rn(bx, t[0]), py = mul_rn(bx, t[3]);
   const float sx = fused_grid ? fma_rn(by, t[1], px) : add_rn(px, mul_rn(by, t[1]));  // (a select: vectorizes)
   const float sy = fused_grid ? fma_rn(by, t[4], py) : add_rn(py, mul_rn(by, t[4]));
@@ -288,7 +289,7 @@ TENSOROPS_HD void affine_source(const float* t, int64_t i, int64_t j, int64_t h,
 // round half to even (torch.round_ and grid_sample's nearest: std::nearbyint). On the host by adding and
 // subtracting 1.5 * 2^23 (exact for |v| < 2^22, and vectorizes); larger magnitudes only occur for coordinates far
 // outside the image, which stay outside.
-TENSOROPS_HD float round_even(float v) {
+TENSOROPS_AUGMENT_INLINE float round_even(float v) {
 #ifdef __CUDA_ARCH__
   return rintf(v);
 #else
@@ -306,7 +307,7 @@ struct Taps {
   float x0, y0;          // the north-west tap
   bool k0, k1, k2, k3;   // whether each tap lies inside
 };
-TENSOROPS_HD Taps bilinear_taps(float ix, float iy, int64_t h, int64_t w) {
+TENSOROPS_AUGMENT_INLINE Taps bilinear_taps(float ix, float iy, int64_t h, int64_t w) {
   // coordinates beyond a pixel outside the image read only zeros (their weights then only matter for the fill mask,
   // which is 0 there either way): clamped so that the integer floor stays in range
   const float fw = static_cast<float>(w), fh = static_cast<float>(h);
