@@ -338,18 +338,33 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
   const float fw = static_cast<float>(W), fh = static_cast<float>(H);
   const float tt[6] = {sm.t[0], sm.t[1], sm.t[2], sm.t[3], sm.t[4], sm.t[5]};  // locals: no aliasing with off[]
   const int64_t xsh = x.sh, xsw = x.sw;
+  // every offset a pixel of the image can have fits int32 (the nearest loop's int32 form)
+  const bool offsets32 = xsh >= 0 && xsw >= 0 && (H - 1) * xsh + (W - 1) * xsw < (int64_t{1} << 31);
+  const int32_t sh32 = static_cast<int32_t>(xsh), sw32 = static_cast<int32_t>(xsw);
   for (int64_t i = 0; i < H; ++i) {
     for (int64_t j0 = 0; j0 < W; j0 += kChunk) {
       const int64_t m = std::min(kChunk, W - j0);
       if (sm.ival == 0) {  // nearest
-        for (int64_t t = 0; t < m; ++t) {
-          float ix, iy;
-          augment::affine_source(tt, i, j0 + t, H, W, ix, iy, kFusedGrid);
-          const float rx = augment::round_even(ix), ry = augment::round_even(iy);
-          const bool in = (rx >= 0.f) & (ry >= 0.f) & (rx < fw) & (ry < fh);
-          const int64_t sx = in ? static_cast<int64_t>(rx) : 0, sy = in ? static_cast<int64_t>(ry) : 0;
-          off[0][t] = in ? sy * xsh + sx * xsw : 0;  // 0: a pixel that exists, replaced by the fill below
-          ok[0][t] = in;
+        if (offsets32) {  // int32 arithmetic, the coordinates selected before their conversion: vectorizes on AVX2
+          for (int64_t t = 0; t < m; ++t) {
+            float ix, iy;
+            augment::affine_source(tt, i, j0 + t, H, W, ix, iy, kFusedGrid);
+            const float rx = augment::round_even(ix), ry = augment::round_even(iy);
+            const bool in = (rx >= 0.f) & (ry >= 0.f) & (rx < fw) & (ry < fh);
+            const int32_t sx = static_cast<int32_t>(in ? rx : 0.f), sy = static_cast<int32_t>(in ? ry : 0.f);
+            off[0][t] = sy * sh32 + sx * sw32;  // 0 outside: a pixel that exists, replaced by the fill below
+            ok[0][t] = in;
+          }
+        } else {
+          for (int64_t t = 0; t < m; ++t) {
+            float ix, iy;
+            augment::affine_source(tt, i, j0 + t, H, W, ix, iy, kFusedGrid);
+            const float rx = augment::round_even(ix), ry = augment::round_even(iy);
+            const bool in = (rx >= 0.f) & (ry >= 0.f) & (rx < fw) & (ry < fh);
+            const int64_t sx = in ? static_cast<int64_t>(rx) : 0, sy = in ? static_cast<int64_t>(ry) : 0;
+            off[0][t] = in ? sy * xsh + sx * xsw : 0;  // 0: a pixel that exists, replaced by the fill below
+            ok[0][t] = in;
+          }
         }
         uint8_t* yr = y.p + i * y.sh + j0 * y.sw;
         const int64_t ysc = y.sc, ysw = y.sw, xsc = x.sc;
