@@ -187,8 +187,9 @@ int check_header(jpeg_decompress_struct* cinfo, int64_t max_pixels, Info* info, 
   return 0;
 }
 
-// Whether an end-of-image marker follows the first scan's header: a file cut short has none, and decode_jpeg and
-// Pillow refuse it, while a partial decode that stops above the cut would never notice. (0xFF 0xD9 cannot occur
+// Whether an end-of-image marker follows the first scan's header: a file cut short has none, and decode_jpeg
+// refuses it (Pillow only where rows are missing), while a partial decode that stops above the cut would never
+// notice. (0xFF 0xD9 cannot occur
 // inside entropy-coded data, where every 0xFF byte is followed by 0x00 or a restart marker's code; before the
 // scan it may, inside an EXIF thumbnail.)
 // Searched from the end, where the marker almost always is (a few bytes before it when junk follows the image).
