@@ -256,8 +256,10 @@ class RecyclingLoader:
     (:mod:`tensorops.data.shared_batches`: a block is reused only when no process can read it, whatever holds it:
     views at any offset, storage objects, numpy arrays, DLPack capsules, autograd graphs and hooks, a queue or a
     fork to another process). The wrapper changes nothing that the consumer sees: its batches, its exceptions (a
-    loop that catches a failed batch and goes on gets every other batch, as from the DataLoader), its length and
-    its attributes are the DataLoader's.
+    loop that catches a failed batch and goes on gets every other batch, as from the DataLoader; a killed worker
+    raises as the DataLoader raises), its length and its attributes are the DataLoader's. What no part of this can
+    see: memory another process reaches without pickling or forking (a file descriptor taken with
+    ``untyped_storage()._share_fd_cpu_()`` and sent by hand, a raw ``data_ptr()``).
 
     Args:
         loader: an iterable of batches (a DataLoader with ``num_workers > 0`` and one of tensorops' collates).

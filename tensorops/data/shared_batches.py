@@ -29,6 +29,8 @@ inherits its memory) is dropped from its register, so its releases never catch u
 retires the block (the block is then freed when everyone lets go, as ordinary shared memory). A block that does
 not come back, for whatever reason (a consumer that keeps every batch, batches drained at a ``break``), costs
 only speed: when all MAX_BLOCKS are out the worker retires the least recently used and makes a new one.
+What no part of this can see: memory a process reaches without pickling or forking (a file descriptor taken with
+``untyped_storage()._share_fd_cpu_()`` and sent by hand, a raw ``data_ptr()``).
 ``TENSOROPS_REUSE_SHARED_MEMORY=0`` in the environment turns reuse off (every batch in fresh shared memory, as
 ``default_collate`` does). Reuse needs torch's ``file_descriptor`` sharing strategy (Linux's default); with
 ``file_system`` every batch gets fresh memory.
