@@ -21,8 +21,10 @@ import _emulated
 ACTIVE = bool(os.environ.get("TENSOROPS_EMU_SO") or os.environ.get("TENSOROPS_EMU_VARIANT"))
 # The CUDA kernels round torchvision's affine grid as (x * t0 + y * t1) + t2; the CPU kernels as torch's CPU bmm
 # does on this machine for the image's size (on some CPUs fused: augment.cpp's grid_fuses). The tier compares the
-# two, so the CPU kernels here round as the CUDA ones.
-os.environ["TENSOROPS_AFFINE_GRID"] = "plain"
+# two, so in the tier's child process (only there: this file is also collected by the main suite, whose CPU tests
+# compare with torch) the CPU kernels round as the CUDA ones.
+if ACTIVE:
+    os.environ["TENSOROPS_AFFINE_GRID"] = "plain"
 if not ACTIVE:
     collect_ignore_glob = ["test_*.py"]
 
