@@ -907,3 +907,17 @@ def test_shared_memory_rows_time_every_way_of_getting_a_batchs_memory(tmp_path, 
     assert [r["way"] for r in rows] == list(shared_memory.WAYS)
     assert all(r["ms"] > 0 and r["spread_ms"]["min"] <= r["ms"] <= r["spread_ms"]["max"] for r in rows)
     assert sb._pool is not None and len(sb._pool.blocks) == 1  # the reused-block row wrote into one block
+
+
+
+def test_isa_rows_run_each_build_in_a_process_of_its_own(tmp_path):
+    pytest.importorskip("torchvision", reason="benchmarks.isa compares against torchvision v2 per image")
+    from benchmarks import isa
+
+    best = tensorops._extension._C.cpu_isa()
+    assert isa.main(["--isas", best, "--images", "2", "--side", "24", "--rounds", "1", "--min-run-time", "0.01",
+                     "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "isa.json").read_text())
+    assert [b["isa"] for b in data["builds"]] == [best]
+    rows = data["builds"][0]["rows"]
+    assert len(rows) == 10 and all(r["tensorops"]["ms_per_image"] > 0 and r["vs_torchvision"] > 0 for r in rows)
