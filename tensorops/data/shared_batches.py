@@ -65,7 +65,7 @@ SENDS, RELEASES, WRITTEN = 1, 2, 3  # trailer fields after the magic
 MAX_BLOCKS = 6  # per worker: in flight (prefetch_factor) + held by the consumer until the next batch arrives
 MAX_RECEIVED = 256  # blocks a receiver waits on at most (the oldest beyond are dropped: never released)
 _ENV = "TENSOROPS_REUSE_SHARED_MEMORY"
-_MADV_POPULATE_WRITE = 23  # Linux 5.14+: map a re-mapped block's existing pages in one call instead of per fault
+_MADV_POPULATE_WRITE = 23  # Linux 5.14+: a new mapping's page tables filled in one call instead of per fault
 
 
 def reuse_enabled() -> bool:
@@ -75,11 +75,8 @@ def reuse_enabled() -> bool:
             and _torch_mp.get_sharing_strategy() == "file_descriptor")
 
 
-def _fields(buffer: Any) -> Any:
-    return (ctypes.c_int64 * (TRAILER // 8)).from_buffer(buffer)
-
-
-def _fields_at(buffer: Any, offset: int) -> Any:
+def _fields(buffer: Any, offset: int = 0) -> Any:
+    """The trailer's int64 fields in ``buffer`` (a writable mapping) at ``offset``."""
     return (ctypes.c_int64 * (TRAILER // 8)).from_buffer(buffer, offset)
 
 
@@ -128,7 +125,7 @@ class _Block:
         del storage
         self.size = size
         self.map = mmap.mmap(self.fd, size)
-        self.fields = _fields_at(self.map, size - PAGE)
+        self.fields = _fields(self.map, size - PAGE)
         f = self.fields
         f[0], f[SENDS], f[RELEASES], f[WRITTEN] = MAGIC, 0, 0, 0
         self.ref: Optional[StorageWeakRef] = None
@@ -155,9 +152,8 @@ class _Block:
     def close(self) -> None:
         """Stops tracking the block: its memory is freed when the last storage on it is (the mapping is closed
         by the garbage collector then), and on the receivers' side when theirs are."""
-        self.fields = _fields(bytearray(TRAILER))  # (the mapping's export released)
+        del self.fields  # (the mapping's export released)
         os.close(self.fd)
-        self.fd = -1
 
 
 class _Pool:
