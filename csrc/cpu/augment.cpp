@@ -404,15 +404,13 @@ bool grid_fuses(int64_t h, int64_t w) {
   int64_t fused_off = 0, plain_off = 0;
   for (int64_t ii = 0; ii < h; ++ii)
     for (int64_t jj = 0; jj < w; ++jj) {
-      const float bx = static_cast<float>(jj) - static_cast<float>(w - 1) * 0.5f;
-      const float by = static_cast<float>(ii) - static_cast<float>(h - 1) * 0.5f;
       const float* gp = g + 2 * (ii * w + jj);
+      float fused[2], plain[2];
+      augment::affine_grid_point(t, ii, jj, h, w, true, fused[0], fused[1]);
+      augment::affine_grid_point(t, ii, jj, h, w, false, plain[0], plain[1]);
       for (int d = 0; d < 2; ++d) {
-        const float px = augment::mul_rn(bx, t[3 * d]);
-        const float fused = augment::add_rn(augment::fma_rn(by, t[3 * d + 1], px), t[3 * d + 2]);
-        const float plain = augment::add_rn(augment::add_rn(px, augment::mul_rn(by, t[3 * d + 1])), t[3 * d + 2]);
-        fused_off += fused != gp[d];
-        plain_off += plain != gp[d];
+        fused_off += fused[d] != gp[d];
+        plain_off += plain[d] != gp[d];
       }
     }
   const bool fuses = fused_off == 0 && plain_off > 0;

@@ -272,16 +272,22 @@ TENSOROPS_HD bool equalize_lut(const Count* hist, int64_t total, uint8_t* lut) {
 // fused_grid: torch's CPU bmm rounds the grid as fma(y, t1, x * t0) + t2 instead, which MKL does on some CPUs for
 // some grid sizes (measured on an Intel Xeon, torch 2.14: from a few hundred grid points up; an AMD EPYC: never):
 // the CPU kernel asks torch's bmm which it does for the image's size (augment.cpp's grid_fuses).
-TENSOROPS_AUGMENT_INLINE void affine_source(const float* t, int64_t i, int64_t j, int64_t h, int64_t w, float& ix, float& iy,
-                                bool fused_grid = false) {
+// The grid point (gx, gy) of output pixel (i, j): the base grid times theta, rounded as torch's bmm rounds it.
+TENSOROPS_AUGMENT_INLINE void affine_grid_point(const float* t, int64_t i, int64_t j, int64_t h, int64_t w,
+                                                bool fused_grid, float& gx, float& gy) {
   // (through int32: exact for any image size, and AVX2 has no vector conversion from int64)
   const float bx = static_cast<float>(static_cast<int32_t>(j)) - static_cast<float>(w - 1) * 0.5f;
   const float by = static_cast<float>(static_cast<int32_t>(i)) - static_cast<float>(h - 1) * 0.5f;
   const float px = mul_rn(bx, t[0]), py = mul_rn(bx, t[3]);
   const float sx = fused_grid ? fma_rn(by, t[1], px) : add_rn(px, mul_rn(by, t[1]));  // (a select: vectorizes)
   const float sy = fused_grid ? fma_rn(by, t[4], py) : add_rn(py, mul_rn(by, t[4]));
-  const float gx = add_rn(sx, t[2]);
-  const float gy = add_rn(sy, t[5]);
+  gx = add_rn(sx, t[2]);
+  gy = add_rn(sy, t[5]);
+}
+TENSOROPS_AUGMENT_INLINE void affine_source(const float* t, int64_t i, int64_t j, int64_t h, int64_t w, float& ix,
+                                            float& iy, bool fused_grid = false) {
+  float gx, gy;
+  affine_grid_point(t, i, j, h, w, fused_grid, gx, gy);
   ix = fma_rn(add_rn(gx, 1.f), static_cast<float>(w) * 0.5f, -0.5f);
   iy = fma_rn(add_rn(gy, 1.f), static_cast<float>(h) * 0.5f, -0.5f);
 }
