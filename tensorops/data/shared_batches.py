@@ -194,6 +194,13 @@ class _Pool:
 _pool: Optional[_Pool] = None
 
 
+def _own_block(storage: torch.UntypedStorage) -> Optional[_Block]:
+    """The block of this worker's pool that ``storage`` is the current storage of, if any."""
+    if _pool is None or _pool.pid != os.getpid():
+        return None
+    return _pool.find(storage)
+
+
 def _worker_pool() -> _Pool:
     global _pool
     if _pool is None or _pool.pid != os.getpid():
@@ -251,7 +258,7 @@ def shared(batch: torch.Tensor) -> torch.Tensor:
     reused). Elsewhere ``batch``."""
     if get_worker_info() is None or batch.numel() == 0 or batch.device.type != "cpu" or batch.is_shared():
         return batch
-    if _pool is not None and _pool.pid == os.getpid() and _pool.find(batch.untyped_storage()) is not None:
+    if _own_block(batch.untyped_storage()) is not None:
         return batch
     out = worker_batch(tuple(batch.shape), batch.dtype, layout_of(batch))
     if out is None or out.stride() != batch.stride():  # a layout the blocks do not make (expanded, strided)
@@ -335,12 +342,11 @@ _torch_reduce_storage = _reductions.reduce_storage
 def _reduce_storage(storage: Any) -> Any:
     """torch's reduction of a CPU storage for ``ForkingPickler``, which also counts a worker's block leaving this
     process (a send) and drops a received block being handed on from the register (never released)."""
-    if _pool is not None and _pool.pid == os.getpid() and storage.device.type == "cpu":
-        block = _pool.find(storage)
-        if block is not None:  # the block's own file, as torch sends a shared storage's
-            block.fields[SENDS] += 1
-            args = (type(storage), multiprocessing.reduction.DupFd(block.fd), block.size)
-            return _rebuild_block, (_reductions.rebuild_storage_fd, args)
+    block = _own_block(storage) if storage.device.type == "cpu" else None
+    if block is not None:  # the block's own file, as torch sends a shared storage's
+        block.fields[SENDS] += 1
+        args = (type(storage), multiprocessing.reduction.DupFd(block.fd), block.size)
+        return _rebuild_block, (_reductions.rebuild_storage_fd, args)
     rebuild, args = _torch_reduce_storage(storage)
     if rebuild is not _reductions.rebuild_storage_fd:
         return rebuild, args
