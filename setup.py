@@ -82,6 +82,13 @@ def torchvision_extra(torch_version: str) -> list:
     return [f"torch=={base}", f"torchvision==0.{int(m.group(1)) + 15}.*" if m else "torchvision"]
 
 
+# `tensorops[peers]`: the benchmarks' optional peer columns (benchmarks/peers.py: albumentations on OpenCV, DALI's
+# CPU operators), for whoever measures; never a dependency of tensorops itself. DALI ships x86-64 and aarch64 Linux
+# wheels only.
+PEERS_EXTRA = ["albumentations>=2.0", "opencv-python-headless",
+               "nvidia-dali-cuda130; sys_platform == 'linux' and platform_machine in 'x86_64 aarch64'"]
+
+
 # `tensorops[docs]`: what `python docs/build.py` needs (for whoever builds the docs, not for users). Pinned so a
 # new Sphinx cannot turn a passing -W build into a failing one; Sphinx 9 needs Python 3.11+.
 DOCS_EXTRA = ["sphinx==9.0.4; python_version >= '3.11'", "docutils==0.22.4; python_version >= '3.11'"]
@@ -297,7 +304,7 @@ def main() -> None:
         python_requires=">=3.10",
         install_requires=["torch>=2.11", "numpy", "pillow"],  # Pillow: the decode op's fallback decoder
         extras_require={"torchvision": torchvision_extra(torch.__version__), "ray": ray_extra(torch.__version__),
-                        "docs": DOCS_EXTRA},
+                        "docs": DOCS_EXTRA, "peers": PEERS_EXTRA},
         zip_safe=False,
     )
 

@@ -1,5 +1,6 @@
 """The CPU builds side by side: each of tensorops' CPU builds (AVX-512 where the CPU has it, AVX2, baseline) on the
-same augmentation and resize rows, with torchvision v2 per image on torch's own kernels of the same level.
+same augmentation and resize rows, with torchvision v2 per image on torch's own kernels of the same level, and
+albumentations and DALI's CPU operators where they are installed (benchmarks/peers.py says what each runs).
 
     python -m benchmarks.isa                  # 1 thread, 32 real photos at 224; results/local/isa.json
     python -m benchmarks.isa --load 2         # with 2 busy background processes
@@ -8,15 +9,16 @@ Each build runs in a process of its own (``TENSOROPS_CPU_ISA`` caps tensorops' b
 torch's: an AVX2-only machine runs torch's AVX2 kernels; ``base`` leaves torch's choice as it is, torch has no
 baseline level of its own on x86). The AVX2 and baseline figures of an AVX-512 machine are those builds on this
 core at its clock: a machine without AVX-512 may clock and cache differently. Rows: the functional ops at
-magnitudes the policies draw (one per sample), ColorJitter(0.4, 0.4, 0.4, 0.1) and TrivialAugmentWide on the
-batch (tensorops) against the same transforms per image (torchvision v2), and resized_crop_mirror_normalize of the
-decoded photos (HWC, decode_jpeg's layout as a numpy-free permute) against v2's resized_crop + to_dtype +
+magnitudes the policies draw (one per sample), ColorJitter(0.4, 0.4, 0.4, 0.1), TrivialAugmentWide, RandAugment,
+AutoAugment and AugMix on the batch (tensorops) against the same transforms per image (torchvision v2), and
+resized_crop_mirror_normalize of the decoded photos (HWC, decode_jpeg's layout as a numpy-free permute) against v2's resized_crop + to_dtype +
 normalize per image. ms per image, median of interleaved rounds with their spread.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -27,6 +29,7 @@ import torch
 
 from benchmarks.load import DEFAULT_LIMIT_S, ActivityWatch, BusyLoad, save_json
 from benchmarks.machine import machine_info
+from benchmarks.peers import opencv_isa_env
 from benchmarks.timing import measure_interleaved, spread
 
 ISAS = ("avx512", "avx2", "base")
@@ -34,46 +37,76 @@ ATEN = {"avx512": "avx512", "avx2": "avx2", "base": None}
 N, SIDE = 32, 224
 
 
+def magnitudes(n: int, side: int) -> Dict[str, torch.Tensor]:
+    """Per-sample arguments at the magnitudes the policies draw, the same for every column."""
+    g = torch.Generator().manual_seed(0)
+
+    def u(lo: float, hi: float) -> torch.Tensor:
+        return lo + (hi - lo) * torch.rand(n, generator=g, dtype=torch.float64)
+
+    m = {k: u(0.5, 1.5) for k in ("brightness", "contrast", "saturation", "sharpness")}
+    m.update(hue=u(-0.2, 0.2), angle=u(-30, 30), shear=u(-17, 17), rotate=torch.zeros(n, dtype=torch.float64),
+             bits=torch.randint(4, 9, (n,), generator=g), threshold=u(0, 256).floor())
+    area = u(0.02, 0.33) * side * side
+    ratio = torch.exp(u(math.log(0.3), math.log(3.3)))
+    eh = (area * ratio).sqrt().clamp(1, side).floor().long()
+    ew = (area / ratio).sqrt().clamp(1, side).floor().long()
+    top = (torch.rand(n, generator=g, dtype=torch.float64) * (side - eh + 1)).floor().long()
+    left = (torch.rand(n, generator=g, dtype=torch.float64) * (side - ew + 1)).floor().long()
+    m["erase"] = torch.stack([top, left, eh, ew], 1)
+    return m
+
+
 def _rows(batch: torch.Tensor, photos: List[torch.Tensor], tv: Any) -> Dict[str, Dict[str, Callable[[], Any]]]:
-    """Per row, {"tensorops": fn, "torchvision": fn}."""
+    """Per row, {"tensorops": fn, "torchvision": fn, and the peers that have it}."""
+    from benchmarks.peers import albumentations_rows, dali_rows
     from tensorops import augment as A
     from tensorops import resized_crop_mirror_normalize
 
     g = torch.Generator().manual_seed(0)
-    mag = {"brightness": (0.5, 1.5), "contrast": (0.5, 1.5), "saturation": (0.5, 1.5), "hue": (-0.2, 0.2),
-           "sharpness": (0.5, 1.5)}
+    m = magnitudes(N, SIDE)
+    F = tv.functional
     rows: Dict[str, Dict[str, Callable[[], Any]]] = {}
-    for name, (lo, hi) in mag.items():
-        m = lo + (hi - lo) * torch.rand(N, generator=g, dtype=torch.float64)
-        ours = getattr(A, f"adjust_{name}")
-        theirs = getattr(tv.functional, f"adjust_{name}") if tv else None
-        rows[name] = {"tensorops": (lambda f=ours, m=m: f(batch, m))}
-        if tv:
-            rows[name]["torchvision"] = lambda f=theirs, m=m: [f(batch[i], float(m[i])) for i in range(N)]
-    angles = (-30 + 60 * torch.rand(N, generator=g, dtype=torch.float64))
+
+    def add(name: str, ours: Callable[[], Any], theirs: Callable[[int], Any]) -> None:
+        rows[name] = {"tensorops": ours, "torchvision": lambda: [theirs(i) for i in range(N)]}
+
+    for name in ("brightness", "contrast", "saturation", "hue", "sharpness"):
+        ours, theirs = getattr(A, f"adjust_{name}"), getattr(F, f"adjust_{name}")
+        add(name, lambda f=ours, v=m[name]: f(batch, v), lambda i, f=theirs, v=m[name]: f(batch[i], float(v[i])))
+    add("posterize", lambda: A.posterize(batch, m["bits"]), lambda i: F.posterize(batch[i], int(m["bits"][i])))
+    add("solarize", lambda: A.solarize(batch, m["threshold"]),
+        lambda i: F.solarize(batch[i], float(m["threshold"][i])))
+    add("autocontrast", lambda: A.autocontrast(batch), lambda i: F.autocontrast(batch[i]))
+    add("equalize", lambda: A.equalize(batch), lambda i: F.equalize(batch[i]))
     for interp in ("nearest", "bilinear"):
-        rows[f"rotate {interp}"] = {"tensorops": lambda a=angles, ip=interp: A.rotate(batch, a, interpolation=ip)}
-        if tv:
-            mode = getattr(tv.InterpolationMode, interp.upper())
-            rows[f"rotate {interp}"]["torchvision"] = lambda a=angles, md=mode: [
-                tv.functional.rotate(batch[i], float(a[i]), interpolation=md) for i in range(N)]
+        mode = getattr(tv.InterpolationMode, interp.upper())
+        add(f"rotate {interp}", lambda ip=interp: A.rotate(batch, m["angle"], interpolation=ip),
+            lambda i, md=mode: F.rotate(batch[i], float(m["angle"][i]), interpolation=md))
+    shear_x = torch.stack([m["shear"], torch.zeros(N, dtype=torch.float64)], 1)
+    add("shear bilinear", lambda: A.affine(batch, shear=shear_x, interpolation="bilinear"),
+        lambda i: F.affine(batch[i], angle=0.0, translate=[0, 0], scale=1.0, shear=[float(m["shear"][i]), 0.0],
+                           interpolation=tv.InterpolationMode.BILINEAR))
+    add("erasing", lambda: A.erase(batch, m["erase"], 0), lambda i: F.erase(batch[i], *m["erase"][i].tolist(), v=0))
     for name, ours, theirs in (("ColorJitter(0.4, 0.4, 0.4, 0.1)", A.ColorJitter(0.4, 0.4, 0.4, 0.1),
-                                tv.ColorJitter(0.4, 0.4, 0.4, 0.1) if tv else None),
-                               ("TrivialAugmentWide", A.TrivialAugmentWide(),
-                                tv.TrivialAugmentWide() if tv else None)):
-        rows[name] = {"tensorops": lambda t=ours: t.transform(batch, t.make_params(batch, generator=g))}
-        if tv:
-            rows[name]["torchvision"] = lambda t=theirs: [t(batch[i]) for i in range(N)]
+                                tv.ColorJitter(0.4, 0.4, 0.4, 0.1)),
+                               ("TrivialAugmentWide", A.TrivialAugmentWide(), tv.TrivialAugmentWide()),
+                               ("RandAugment", A.RandAugment(), tv.RandAugment()),
+                               ("AutoAugment", A.AutoAugment(), tv.AutoAugment()),
+                               ("AugMix", A.AugMix(), tv.AugMix())):
+        add(name, lambda t=ours: t.transform(batch, t.make_params(batch, generator=g)),
+            lambda i, t=theirs: t(batch[i]))
     boxes = torch.tensor([[0.1 * p.shape[1], 0.1 * p.shape[2], 0.8 * p.shape[1], 0.8 * p.shape[2]] for p in photos],
                          dtype=torch.float64).round()
     mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
-    rows["resized_crop_mirror_normalize"] = {"tensorops": lambda: resized_crop_mirror_normalize(
-        photos, mean, std, size=SIDE, boxes=boxes)}
-    if tv:
-        F = tv.functional
-        rows["resized_crop_mirror_normalize"]["torchvision"] = lambda: torch.stack([F.normalize(F.to_dtype(
+    rows["resized_crop_mirror_normalize"] = {
+        "tensorops": lambda: resized_crop_mirror_normalize(photos, mean, std, size=SIDE, boxes=boxes),
+        "torchvision": lambda: torch.stack([F.normalize(F.to_dtype(
             F.resized_crop(p, *[int(v) for v in b], [SIDE, SIDE], antialias=True), torch.float32, scale=True),
-            mean, std) for p, b in zip(photos, boxes)])
+            mean, std) for p, b in zip(photos, boxes)])}
+    for peer in (albumentations_rows(batch, m), dali_rows(batch, m, m["erase"], photos, boxes, SIDE, mean, std)):
+        for name, fns in peer.items():
+            rows[name].update(fns)
     return rows
 
 
@@ -105,8 +138,9 @@ def child(out: str, rounds: int, min_run_time: float, n: int, side: int) -> None
         for impl, xs in samples.items():
             s = spread([x * 1e3 / N for x in xs])
             row[impl] = {"ms_per_image": s["median"], "spread": s}
-        if "torchvision" in row:
-            row["vs_torchvision"] = row["torchvision"]["ms_per_image"] / row["tensorops"]["ms_per_image"]
+        for impl in samples:
+            if impl != "tensorops":
+                row[f"vs_{impl}"] = row[impl]["ms_per_image"] / row["tensorops"]["ms_per_image"]
         result["rows"].append(row)
     with open(out, "w", encoding="utf-8") as f:
         json.dump(result, f)
@@ -139,6 +173,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             env = dict(os.environ, TENSOROPS_CPU_ISA=isa)
             if ATEN[isa]:
                 env["ATEN_CPU_CAPABILITY"] = ATEN[isa]
+            env.update(opencv_isa_env(isa))
             out = os.path.join(tmp, f"{isa}.json")
             subprocess.run([sys.executable, "-m", "benchmarks.isa", "--child", out, "--rounds", str(args.rounds),
                             "--min-run-time", str(args.min_run_time), "--images", str(args.images),
@@ -148,15 +183,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         meta = {**machine_info(), "load": load.describe(), "activity": activity.describe(), "torch_threads": 1,
                 "images": args.images, "side": args.side, "what": __doc__}
     path = save_json(args.out, "isa", args.load, {"meta": meta, "builds": builds})
-    print("| row | " + " | ".join(f"{b['isa']} ms/image (vs torchvision {b['torch_cpu_capability']})"
-                                    for b in builds) + " |")
+    peers = [p for p in ("torchvision", "albumentations", "DALI CPU")
+             if any(p in r for b in builds for r in b["rows"])]
+    print("| row | " + " | ".join(f"{b['isa']} ms/image (vs " + ", ".join(peers) + ")" for b in builds) + " |")
     print("|---|" + "---|" * len(builds))
     for k, row in enumerate(builds[0]["rows"]):
         cells = []
         for b in builds:
             r = b["rows"][k]
-            ratio = f", {r['vs_torchvision']:.2f}x" if "vs_torchvision" in r else ""
-            cells.append(f"{r['tensorops']['ms_per_image']:.3f}{ratio}")
+            ratios = " / ".join(f"{r[f'vs_{p}']:.2f}x" if f"vs_{p}" in r else "-" for p in peers)
+            cells.append(f"{r['tensorops']['ms_per_image']:.3f} ({ratios})")
         print(f"| {row['row']} | " + " | ".join(cells) + " |")
     print(f"json: {path}")
     return 0
