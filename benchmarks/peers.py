@@ -27,8 +27,9 @@ from typing import Any, Callable, Dict, List
 
 import torch
 
-# OpenCV's dispatch names above each level (cv::checkHardwareSupport's features: OPENCV_CPU_DISABLE takes them)
-_AVX512 = "AVX512_SKX,AVX512_COMMON,AVX512_KNL,AVX512_KNM,AVX512_CNL,AVX512_CLX,AVX512_ICL"
+# OpenCV's names of the features above AVX2 (as cv2.getCPUFeaturesLine() prints them; OPENCV_CPU_DISABLE takes
+# them, and marks them "?" there once off). AVX_VNNI is the VEX form that AVX2-only EPYCs lack too.
+_AVX512 = "AVX512F,AVX512-SKX,AVX512-CLX,AVX512BW,AVX512DQ,AVX512VL,AVX512CD,AVX512-COMMON,AVX_VNNI"
 # the baseline build stands for ARM, where the peers run their NEON paths: their choice is left as it is there
 _OPENCV_DISABLE = {"avx2": _AVX512}
 

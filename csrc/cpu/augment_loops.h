@@ -16,19 +16,31 @@ inline void copy_image(const View& x, const Dest& y, int64_t C, int64_t H, int64
     }
 }
 
+// The colour and pointwise row loops are built without trapping math: their selects (hue's sector table, the clamps) may then be
+// computed on every lane. With it GCC keeps a division or comparison that a select guards as a branch unless it
+// can mask it (AVX-512 only), and the AVX2 and baseline builds of hue and saturation stayed scalar, 8-12x the
+// AVX-512 time. No value changes: the same operations, rounded the same; only FP exception flags are not kept.
+// (Not the whole file: the bilinear taps loop vectorizes worse without trapping math.) The math they call is
+// always_inline (math/augment.h), so the different options do not stop it from inlining.
+#define TENSOROPS_COLOUR_LOOP __attribute__((optimize("no-trapping-math")))
+
 // ---- unit-stride rows (NCHW planes, or an NHWC row read as W * C values where every channel is treated alike):
 // plain loops over __restrict pointers that the compiler vectorizes (the strided loops below do not).
-inline void row_pointwise(const augment::Sample& sm, const uint8_t* __restrict x, uint8_t* __restrict y, int64_t n,
-                          float mean, float lo, float hi) {
+TENSOROPS_COLOUR_LOOP inline void row_pointwise(const augment::Sample& sm, const uint8_t* __restrict x,
+                                                uint8_t* __restrict y, int64_t n, float mean, float lo, float hi) {
+  int64_t j0 = 0;
+#if TENSOROPS_CPU_AVX2
+  if constexpr (kAvx2Pointwise) j0 = pointwise_row_avx2(sm, x, y, n, mean, lo, hi);
+#endif
   switch (sm.op) {
     case augment::kBrightness: {
       const float f = sm.f0;
-      for (int64_t j = 0; j < n; ++j) y[j] = augment::brightness(static_cast<float>(x[j]), f);
+      for (int64_t j = j0; j < n; ++j) y[j] = augment::brightness(static_cast<float>(x[j]), f);
       break;
     }
     case augment::kContrast: {
       const float f = sm.f0, a = sm.f1;
-      for (int64_t j = 0; j < n; ++j) y[j] = augment::blend(static_cast<float>(x[j]), mean, f, a);
+      for (int64_t j = j0; j < n; ++j) y[j] = augment::blend(static_cast<float>(x[j]), mean, f, a);
       break;
     }
     case augment::kPosterize: {
@@ -50,7 +62,7 @@ inline void row_pointwise(const augment::Sample& sm, const uint8_t* __restrict x
       for (int64_t j = 0; j < n; ++j) y[j] = static_cast<uint8_t>(255 - x[j]);
       break;
     case augment::kAutocontrast:
-      for (int64_t j = 0; j < n; ++j) y[j] = augment::autocontrast(static_cast<float>(x[j]), lo, hi);
+      for (int64_t j = j0; j < n; ++j) y[j] = augment::autocontrast(static_cast<float>(x[j]), lo, hi);
       break;
     default:
       std::memcpy(y, x, static_cast<size_t>(n));
@@ -58,7 +70,7 @@ inline void row_pointwise(const augment::Sample& sm, const uint8_t* __restrict x
 }
 
 // the floored luma of a row, summed (contrast's mean)
-inline int64_t row_luma_sum(const uint8_t* __restrict r, const uint8_t* __restrict g, const uint8_t* __restrict b,
+TENSOROPS_COLOUR_LOOP inline int64_t row_luma_sum(const uint8_t* __restrict r, const uint8_t* __restrict g, const uint8_t* __restrict b,
                             int64_t n) {
   int32_t sum = 0;  // at most 255 * n: n < 2^23 per row
   for (int64_t j = 0; j < n; ++j)
@@ -77,13 +89,6 @@ inline void row_extremes(const uint8_t* __restrict x, int64_t n, uint8_t& mn, ui
   mx = b;
 }
 
-// The colour row loops are built without trapping math: their selects (hue's sector table, the clamps) may then be
-// computed on every lane. With it GCC keeps a division or comparison that a select guards as a branch unless it
-// can mask it (AVX-512 only), and the AVX2 and baseline builds of hue and saturation stayed scalar, 8-12x the
-// AVX-512 time. No value changes: the same operations, rounded the same; only FP exception flags are not kept.
-// (Not the whole file: the bilinear taps loop vectorizes worse without trapping math.) The math they call is
-// always_inline (math/augment.h), so the different options do not stop it from inlining.
-#define TENSOROPS_COLOUR_LOOP __attribute__((optimize("no-trapping-math")))
 
 TENSOROPS_COLOUR_LOOP inline void row_saturation(const uint8_t* __restrict r, const uint8_t* __restrict g, const uint8_t* __restrict b,
                            uint8_t* __restrict yr, uint8_t* __restrict yg, uint8_t* __restrict yb, int64_t n,

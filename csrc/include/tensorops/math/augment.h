@@ -132,21 +132,21 @@ TENSOROPS_AUGMENT_INLINE uint8_t blend(float x, float other, float ratio, float 
 }
 
 // adjust_brightness_image: image.mul(factor).clamp_(0, 255).to(uint8)
-TENSOROPS_HD uint8_t brightness(float x, float factor) { return to_u8(clamp_to(mul_rn(x, factor), 0.f, 255.f)); }
+TENSOROPS_AUGMENT_INLINE uint8_t brightness(float x, float factor) { return to_u8(clamp_to(mul_rn(x, factor), 0.f, 255.f)); }
 
 // solarize_image: where(image >= threshold, 255 - image, image), the comparison in float32
-TENSOROPS_HD uint8_t solarize(int x, float threshold) {
+TENSOROPS_AUGMENT_INLINE uint8_t solarize(int x, float threshold) {
   return static_cast<float>(x) >= threshold ? static_cast<uint8_t>(255 - x) : static_cast<uint8_t>(x);
 }
 
 // timm's solarize_add (Pillow's table): values below 128 raised by the addend, saturated at 255 (addend in [0, 255])
-TENSOROPS_HD uint8_t solarize_add(int x, int addend) {
+TENSOROPS_AUGMENT_INLINE uint8_t solarize_add(int x, int addend) {
   const int v = x + addend;
   return static_cast<uint8_t>(x < 128 ? (v > 255 ? 255 : v) : x);
 }
 
 // autocontrast_image for one channel of extremes lo, hi (as floats)
-TENSOROPS_HD uint8_t autocontrast(float x, float lo, float hi) {
+TENSOROPS_AUGMENT_INLINE uint8_t autocontrast(float x, float lo, float hi) {
   float minimum = lo, inv_scale = mul_rn(sub_rn(hi, lo), k(1.0 / 255.0));
   if (hi == lo) {
     minimum = 0.f;
@@ -212,7 +212,7 @@ TENSOROPS_AUGMENT_INLINE void hue(uint8_t ri, uint8_t gi, uint8_t bi, float hue_
 // x + (1 - factor) * (blurred - x). The blur's float32 sum is (sum8 + 5 * centre) / 13 within a few ulps and an
 // integer over 13 is never within 1/26 of a half, so its rounding is exact from integers: whatever order the
 // convolution sums in, round() gives floor((2 * S + 13) / 26).
-TENSOROPS_HD uint8_t sharpen(int centre, int sum8, float alpha) {
+TENSOROPS_AUGMENT_INLINE uint8_t sharpen(int centre, int sum8, float alpha) {
   const int s = sum8 + 5 * centre;
   const int blurred = (2 * s + 13) / 26;
   const float x = static_cast<float>(centre);
