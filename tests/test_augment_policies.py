@@ -628,7 +628,7 @@ def test_auto_augment_op_frequencies_are_uniform():
 
 @pytest.mark.parametrize("name", ["TrivialAugmentWide", "RandAugment", "AutoAugment-imagenet"])
 def test_magnitude_tables_are_torchvisions(name):
-    from tensorops.augment.transforms import _magnitude_table
+    from tensorops.augment._op_tables import _magnitude_table
 
     t, ref = POLICIES[name][0](), POLICIES[name][1]()
     space = type(ref)._AUGMENTATION_SPACE

@@ -56,7 +56,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from tensorops.augment import functional as _AF
-from tensorops.augment.transforms import (
+from tensorops.augment._batched import (
     Params, _Batched, _check_batch, _check_fill, _check_rows, _interpolation_name, _map_values, _round,
 )
 
