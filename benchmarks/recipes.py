@@ -379,11 +379,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                  args.load_limit, say)
     name = f"recipes_{grid}" + ("" if args.images == "real" else "_photo_like")
     path = save_json(args.out, name, args.load, result)
-    from benchmarks import docs_tables
+    from benchmarks import docs_tables, docs_views
 
-    text = docs_tables.markdown(*docs_tables.view_recipes(path, result))
+    text = docs_tables.markdown(*docs_views.view_recipes(path, result))
     with open(path[:-5] + ".md", "w", encoding="utf-8") as f:
-        f.write(docs_tables.describe(path, result) + "\n\n" + text)
+        f.write(docs_views.describe(path, result) + "\n\n" + text)
     print(text)
     print(f"json: {path}\nmd: {path[:-5] + '.md'}")
     return 0
