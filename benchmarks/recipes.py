@@ -1,10 +1,11 @@
-"""The training recipes of issue 36 end to end: JPEG files -> DataLoader (2 workers, batch 32) -> augmented, normalized,
-mixed float32 batches with soft labels; images per second and CPU milliseconds per image (all processes).
+"""Two training recipes (torchvision's reference and timm's DeiT) end to end: JPEG files -> DataLoader (2 workers,
+batch 32) -> augmented, normalized, mixed float32 batches with soft labels; images per second and CPU milliseconds
+per image (all processes).
 
     python -m benchmarks.recipes --quick             # both recipes, real photos, 2 workers
     python -m benchmarks.recipes --quick --load 2    # with 2 busy background processes (benchmarks/load.py)
 
-The recipes (issue 36, item 6):
+The recipes, the two most used ImageNet training pipelines:
 
 * (a) torchvision's reference recipe (ResNet-50, references/classification): RandomResizedCrop(176) +
   RandomHorizontalFlip + TrivialAugmentWide + ToDtype + Normalize + RandomErasing(0.1), and per batch one of

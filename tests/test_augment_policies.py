@@ -1,4 +1,5 @@
-"""The batched policies of tensorops.augment (issue 36, item 2) against torchvision v2, sample by sample.
+"""The batched policies of tensorops.augment (per-sample draws on uint8 batches) against torchvision v2, sample
+by sample.
 
 Every sample's draws are replayed through torchvision's own per-image code: the auto-augment policies through
 ``_apply_image_or_video_transform`` round by round (each round from our previous round's output, so a rounding

@@ -770,8 +770,9 @@ def test_augment_cuda_smoke_runs_and_checks_against_the_cpu_kernels(tmp_path):
 
 
 def _standin_augment():
-    """tensorops.augment's contract (notes of issue 36) done with torchvision per sample: what the augment and recipes
-    benchmarks' plumbing is tested with where tensorops.augment is absent (its kernels have their own tests)."""
+    """tensorops.augment's contract (its functional ops and policies) done with torchvision per sample: what the
+    augment and recipes benchmarks' plumbing is tested with where tensorops.augment is absent (its kernels have
+    their own tests)."""
     import functools
 
     from torchvision.transforms import v2
