@@ -1,10 +1,11 @@
-"""The training recipes of issue 36 end to end: JPEG files -> DataLoader (2 workers, batch 32) -> augmented, normalized,
-mixed float32 batches with soft labels; images per second and CPU milliseconds per image (all processes).
+"""Two training recipes (torchvision's reference and timm's DeiT) end to end: JPEG files -> DataLoader (2 workers,
+batch 32) -> augmented, normalized, mixed float32 batches with soft labels; images per second and CPU milliseconds
+per image (all processes).
 
     python -m benchmarks.recipes --quick             # both recipes, real photos, 2 workers
     python -m benchmarks.recipes --quick --load 2    # with 2 busy background processes (benchmarks/load.py)
 
-The recipes (issue 36, item 6):
+The recipes, the two most used ImageNet training pipelines:
 
 * (a) torchvision's reference recipe (ResNet-50, references/classification): RandomResizedCrop(176) +
   RandomHorizontalFlip + TrivialAugmentWide + ToDtype + Normalize + RandomErasing(0.1), and per batch one of
@@ -379,11 +380,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                  args.load_limit, say)
     name = f"recipes_{grid}" + ("" if args.images == "real" else "_photo_like")
     path = save_json(args.out, name, args.load, result)
-    from benchmarks import docs_tables
+    from benchmarks import docs_tables, docs_views
 
-    text = docs_tables.markdown(*docs_tables.view_recipes(path, result))
+    text = docs_tables.markdown(*docs_views.view_recipes(path, result))
     with open(path[:-5] + ".md", "w", encoding="utf-8") as f:
-        f.write(docs_tables.describe(path, result) + "\n\n" + text)
+        f.write(docs_views.describe(path, result) + "\n\n" + text)
     print(text)
     print(f"json: {path}\nmd: {path[:-5] + '.md'}")
     return 0

@@ -1,4 +1,5 @@
-"""The batched policies of tensorops.augment (issue 36, item 2) against torchvision v2, sample by sample.
+"""The batched policies of tensorops.augment (per-sample draws on uint8 batches) against torchvision v2, sample
+by sample.
 
 Every sample's draws are replayed through torchvision's own per-image code: the auto-augment policies through
 ``_apply_image_or_video_transform`` round by round (each round from our previous round's output, so a rounding
@@ -24,6 +25,7 @@ v2 = pytest.importorskip("torchvision.transforms.v2", reason="the policies are c
 F = pytest.importorskip("torchvision.transforms.v2.functional")
 
 import tensorops.augment as A  # noqa: E402
+from tensorops.augment import _timm_tables as timm_tables  # noqa: E402
 from tensorops.augment import timm as T  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -628,7 +630,7 @@ def test_auto_augment_op_frequencies_are_uniform():
 
 @pytest.mark.parametrize("name", ["TrivialAugmentWide", "RandAugment", "AutoAugment-imagenet"])
 def test_magnitude_tables_are_torchvisions(name):
-    from tensorops.augment.transforms import _magnitude_table
+    from tensorops.augment._op_tables import _magnitude_table
 
     t, ref = POLICIES[name][0](), POLICIES[name][1]()
     space = type(ref)._AUGMENTATION_SPACE
@@ -763,14 +765,14 @@ def test_bad_labels_and_erasing_values_are_named():
 def test_timm_strings_build_timms_policies():
     r = A.from_timm_string("rand-m9-mstd0.5-inc1")
     assert isinstance(r, T.TimmRandAugment) and r.num_layers == 2 and r.magnitude == 9 and r.magnitude_std == 0.5
-    assert r.op_names[1:] == tuple(T._RAND_INCREASING_TRANSFORMS) and r.prob == 0.5
-    assert A.from_timm_string("rand-m9-mstd0.5").op_names[1:] == tuple(T._RAND_TRANSFORMS)
+    assert r.op_names[1:] == tuple(timm_tables._RAND_INCREASING_TRANSFORMS) and r.prob == 0.5
+    assert A.from_timm_string("rand-m9-mstd0.5").op_names[1:] == tuple(timm_tables._RAND_TRANSFORMS)
     assert A.from_timm_string("rand-m7-mstd101").magnitude_std == float("inf")
     w = A.from_timm_string("rand-n3-w0")
     assert w.num_layers == 3 and w.magnitude == 10 and w.choice_weights is not None
     m = A.from_timm_string("augmix-m5-w3")
     assert isinstance(m, T.TimmAugMix) and (m.severity, m.width, m.depth, m.magnitude_std) == (5, 3, -1, float("inf"))
-    assert m.op_names[1:] == tuple(T._AUGMIX_TRANSFORMS)
+    assert m.op_names[1:] == tuple(timm_tables._AUGMIX_TRANSFORMS)
     for name in ("original", "originalr", "v0", "v0r"):
         a = A.from_timm_string(name + "-mstd0.5")
         assert isinstance(a, T.TimmAutoAugment) and a.policy == name and a.magnitude_std == 0.5

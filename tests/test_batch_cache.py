@@ -333,7 +333,7 @@ def test_dataloader_workers_forked_in_later_epochs_do_not_hold_the_main_processs
     assert abs(result["main_rss_growth_after_first_epoch_mib"]) < 16
     if ROOT not in sys.path:  # benchmarks/ is not installed with the package: import it from the checkout
         sys.path.append(ROOT)
-    from benchmarks import docs_tables
+    from benchmarks import docs_views
 
-    header, rows = docs_tables.view_batch_cache_rss("batch_cache_rss.json", result)
+    header, rows = docs_views.view_batch_cache_rss("batch_cache_rss.json", result)
     assert len(rows) == 2 and all(len(row) == len(header) for row in rows)

@@ -407,13 +407,13 @@ def test_real_photos_are_imagenet_sized_jpegs():
 def test_photo_stats_measures_every_set_and_its_table_renders():
     pytest.importorskip("torchvision", reason="photo_stats times torchvision v2's decode and resize")
     pytest.importorskip("skimage", reason="one of its sets is the real photographs")
-    from benchmarks import docs_tables, photo_stats
+    from benchmarks import docs_views, photo_stats
 
     rows = photo_stats.measure(rounds=1, n=2)
     assert [r["set"] for r in rows] == list(photo_stats.SETS)
     for r in rows:
         assert r["bits_per_pixel"] > 0 and all(v["median"] > 0 for v in r["ms_per_image"].values())
-    header, cells = docs_tables.view_photo_stats("photo_stats.json", {"sets": rows})
+    header, cells = docs_views.view_photo_stats("photo_stats.json", {"sets": rows})
     assert len(cells) == len(photo_stats.SETS) and all(len(c) == len(header) for c in cells)
 
 
@@ -770,8 +770,9 @@ def test_augment_cuda_smoke_runs_and_checks_against_the_cpu_kernels(tmp_path):
 
 
 def _standin_augment():
-    """tensorops.augment's contract (notes of issue 36) done with torchvision per sample: what the augment and recipes
-    benchmarks' plumbing is tested with where tensorops.augment is absent (its kernels have their own tests)."""
+    """tensorops.augment's contract (its functional ops and policies) done with torchvision per sample: what the
+    augment and recipes benchmarks' plumbing is tested with where tensorops.augment is absent (its kernels have
+    their own tests)."""
     import functools
 
     from torchvision.transforms import v2
@@ -802,7 +803,7 @@ def _standin_augment():
 
 def test_augment_times_every_row_and_writes_its_table(tmp_path, monkeypatch, capsys):
     pytest.importorskip("torchvision", reason="benchmarks.augment compares against torchvision v2")
-    from benchmarks import augment, docs_tables
+    from benchmarks import augment, docs_views
 
     monkeypatch.setattr(augment, "tensorops_augment", _standin_augment)
     rc = augment.main(["--smoke", "--sets", "photo-like", "--threads", "1", "--out", str(tmp_path)])
@@ -823,9 +824,9 @@ def test_augment_times_every_row_and_writes_its_table(tmp_path, monkeypatch, cap
         if r["kind"] == "op":  # the stand-in is torchvision itself
             assert r["check"] == "bit-identical", r
     assert kornia or "not installed" in data["meta"]["kornia"]
-    header, cells = docs_tables.view_augment("augment_smoke.json", data)
+    header, cells = docs_views.view_augment("augment_smoke.json", data)
     assert len(cells) == len(data["rows"]) and all(len(c) == len(header) for c in cells)
-    assert len(docs_tables.view_augment_policies("x", data)[1]) == len(augment.policies())
+    assert len(docs_views.view_augment_policies("x", data)[1]) == len(augment.policies())
     md = (tmp_path / "augment_smoke_threads1.md").read_text()
     assert "| photo-like | 1 | TrivialAugmentWide |" in md and "augment_smoke_threads1.json" in md
 
@@ -846,7 +847,7 @@ def test_augment_without_tensorops_augment_skips_its_column_and_says_so(tmp_path
 
 def test_recipes_time_both_paths_of_both_recipes(tmp_path, monkeypatch):
     pytest.importorskip("torchvision", reason="benchmarks.recipes compares against torchvision v2's pipeline")
-    from benchmarks import docs_tables, pipeline_paths, recipes
+    from benchmarks import docs_views, pipeline_paths, recipes
 
     # tensorops.augment itself: the tensorops path is the collate's augment= and after_normalize= with in-place
     # RandomErasing and RandomChoice([MixUp, CutMix]), which the per-sample stand-in does not model
@@ -861,7 +862,7 @@ def test_recipes_time_both_paths_of_both_recipes(tmp_path, monkeypatch):
     tops = [r for r in data["rows"] if r["path"] == recipes.TOPS]
     assert all(r["augment_in"] and r["policy"] for r in tops)
     assert {"activity", "load", "recipes", "epoch_images", "workers"} <= set(data["meta"])
-    header, cells = docs_tables.view_recipes("x", data)
+    header, cells = docs_views.view_recipes("x", data)
     assert len(cells) == 2 * len(recipes.PATHS) and all(len(c) == len(header) for c in cells)
     assert (tmp_path / "recipes_smoke_photo_like.md").exists()
 

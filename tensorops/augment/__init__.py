@@ -18,10 +18,11 @@ __all__ = [
 ]
 
 # the policies (v2 transforms on batches, per-sample draws) and timm's policy strings
-from tensorops.augment.transforms import (
-    AugMix, AutoAugment, AutoAugmentPolicy, ColorJitter, CutMix, MixUp, RandAugment, RandomChoice, RandomErasing,
-    RandomGrayscale, TrivialAugmentWide,
-)
+from tensorops.augment._auto_augment import AugMix, AutoAugment, AutoAugmentPolicy, RandAugment, TrivialAugmentWide
+from tensorops.augment._color import ColorJitter, RandomGrayscale
+from tensorops.augment._erasing import RandomErasing
+from tensorops.augment._mixing import CutMix, MixUp, RandomChoice
+from tensorops.augment import transforms  # noqa: F401  (the public path tensorops.augment.transforms.X)
 from tensorops.augment import timm
 from tensorops.augment.timm import from_timm_string
 
