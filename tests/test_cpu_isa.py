@@ -109,6 +109,7 @@ ops = torch.arange(len(AF.OPS))
 m = torch.tensor([mags.get(name, 0.0) for name in AF.OPS], dtype=torch.float64)
 u = torch.randint(0, 256, (len(AF.OPS), 3, 45, 67), dtype=torch.uint8, generator=gen)
 u[0, :, :20] = 77
+u[list(AF.OPS).index("sharpness"), :, 20:30] = 255  # the blur's largest sum: the AVX2 rows' exact division by 26
 for layout, img in (("nchw", u), ("channels_last", u.contiguous(memory_format=torch.channels_last))):
     for c in (1, 3):
         x = img[:, :c] if layout == "nchw" else img[:, :c].contiguous(memory_format=torch.channels_last)

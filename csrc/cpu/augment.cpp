@@ -359,6 +359,41 @@ __attribute__((target("avx2,fma"))) int64_t pointwise_row_avx2(const augment::Sa
   }
   return j;
 }
+
+// Sharpness's inner pixels of one row, 16 at a time from j = 1 (AVX2): math/augment.h's sharpen as vector
+// operations. The eight neighbours summed in 16 bits (at most 2,040), the blur's rounding floor((2 S + 13) / 26)
+// as a multiply-high by ceil(2^19 / 26) and a shift (equal to the division for every 2 S + 13 up to 6,643, the
+// largest there is: checked for each value), then the float blend and clamp as sharpen rounds them.
+// Returns the first column it did not do.
+__attribute__((target("avx2,fma"))) int64_t sharpen_row_avx2(const uint8_t* up, const uint8_t* xr, const uint8_t* dn,
+                                                             uint8_t* yr, int64_t w, float alpha) {
+  const __m256 va = _mm256_set1_ps(alpha), zero = _mm256_setzero_ps(), top = _mm256_set1_ps(255.f);
+  const __m256i five = _mm256_set1_epi16(5), thirteen = _mm256_set1_epi16(13), magic = _mm256_set1_epi16(20165);
+  auto wide = [](const uint8_t* p) {
+    return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  };
+  auto eight = [&](__m128i blurred16, __m128i centre16) {
+    const __m256 b = _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(blurred16));
+    const __m256 x = _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(centre16));
+    const __m256 r = _mm256_fmadd_ps(_mm256_sub_ps(b, x), va, x);
+    const __m256i q = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(r, zero), top));
+    return _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+  };
+  int64_t j = 1;
+  for (; j + 16 <= w - 1; j += 16) {
+    const __m256i c = wide(xr + j);
+    __m256i sum = _mm256_add_epi16(_mm256_add_epi16(wide(up + j - 1), wide(up + j)), wide(up + j + 1));
+    sum = _mm256_add_epi16(sum, _mm256_add_epi16(wide(xr + j - 1), wide(xr + j + 1)));
+    sum = _mm256_add_epi16(sum, _mm256_add_epi16(_mm256_add_epi16(wide(dn + j - 1), wide(dn + j)), wide(dn + j + 1)));
+    const __m256i t = _mm256_add_epi16(_mm256_slli_epi16(_mm256_add_epi16(sum, _mm256_mullo_epi16(c, five)), 1),
+                                       thirteen);
+    const __m256i blurred = _mm256_srli_epi16(_mm256_mulhi_epu16(t, magic), 3);
+    const __m128i lo = eight(_mm256_castsi256_si128(blurred), _mm256_castsi256_si128(c));
+    const __m128i hi = eight(_mm256_extracti128_si256(blurred, 1), _mm256_extracti128_si256(c, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(yr + j), _mm_packus_epi16(lo, hi));
+  }
+  return j;
+}
 #undef TENSOROPS_AVX2_INLINE
 #endif
 
@@ -388,7 +423,8 @@ void bilinear_row(const uint8_t* const* planes, uint8_t* const* out, int64_t C, 
 
 // kAvx2Taps: the AVX2 build computes the bilinear taps with bilinear_taps_avx2 (the AVX-512 build's loop
 // vectorizes as written; the baseline's stays scalar).
-// kAvx2Pointwise: the x86 vector builds run brightness, contrast and autocontrast through pointwise_row_avx2.
+// kAvx2Pointwise: the x86 vector builds run brightness, contrast and autocontrast through pointwise_row_avx2
+// and sharpness's inner pixels through sharpen_row_avx2.
 TENSOROPS_AVX512_BUILD
 constexpr bool kAvx2Taps = false;
 constexpr bool kAvx2Pointwise = true;

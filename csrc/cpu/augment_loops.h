@@ -124,10 +124,14 @@ TENSOROPS_COLOUR_LOOP inline void row_hue(const uint8_t* __restrict r, const uin
   }
 }
 
-inline void row_sharpen(const uint8_t* __restrict up, const uint8_t* __restrict xr, const uint8_t* __restrict dn,
-                        uint8_t* __restrict yr, int64_t w, float alpha) {
+TENSOROPS_COLOUR_LOOP inline void row_sharpen(const uint8_t* __restrict up, const uint8_t* __restrict xr, const uint8_t* __restrict dn,
+                                              uint8_t* __restrict yr, int64_t w, float alpha) {
   yr[0] = xr[0];
-  for (int64_t j = 1; j < w - 1; ++j) {
+  int64_t j0 = 1;
+#if TENSOROPS_CPU_AVX2
+  if constexpr (kAvx2Pointwise) j0 = sharpen_row_avx2(up, xr, dn, yr, w, alpha);
+#endif
+  for (int64_t j = j0; j < w - 1; ++j) {
     const int sum8 = up[j - 1] + up[j] + up[j + 1] + xr[j - 1] + xr[j + 1] + dn[j - 1] + dn[j] + dn[j + 1];
     yr[j] = augment::sharpen(xr[j], sum8, alpha);
   }
