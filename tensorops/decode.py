@@ -187,6 +187,7 @@ def decode_with_status(data: Sequence[Encoded], mean: Stat, std: Stat, *, size: 
                               "libjpeg-turbo's development files and rebuild for the partial decode)")
     inputs: List[torch.Tensor] = []
     early = torch.zeros(N, dtype=torch.int8)  # what happened before the op: FALLBACK or FAILED
+    early_texts = {}  # why a sample failed before the op
     for n, e in enumerate(encoded):
         if libjpeg and _decode_ops.is_jpeg(e):
             inputs.append(e)
@@ -196,11 +197,15 @@ def decode_with_status(data: Sequence[Encoded], mean: Stat, std: Stat, *, size: 
                 raise ValueError(_err(f"{_label(n, paths)}: the data is empty"))
             inputs.append(_decode_ops.decode_other(e, _label(n, paths), max_pixels))
             early[n] = _decode_ops.FALLBACK
-        except ValueError:
+        except ValueError as err:
             if on_error == "raise":
                 raise
             early[n] = _decode_ops.FAILED
-            inputs.append(e)  # the op fails it again (no header), and fills its output
+            early_texts[n] = str(err)
+            # no bytes: the op fails it ("the data is empty") and writes fill, as for every failed sample. Its
+            # own bytes could be decoded there (libjpeg reads what Pillow refused), giving a sample flagged failed
+            # with an image's values.
+            inputs.append(torch.empty(0, dtype=torch.uint8))
     cpu = torch.device("cpu")
     o = _resample_options(_NAME, torch.uint8, N, 3, cpu, mean, std, size, [], interpolation, antialias, crop_first,
                           dtype, memory_format, pad_channels, fill, out_of_bounds)
@@ -218,6 +223,7 @@ def decode_with_status(data: Sequence[Encoded], mean: Stat, std: Stat, *, size: 
     args = (m, s, bx, mi, [h, w], scale, interp, antialias, crop_first, dtype, memory_format, channels, fill, pad,
             max_pixels, on_error == "fill", reduced_scale, strict)
     batch, status, texts = _decode_ops.run(inputs, encoded, args, out, paths, on_error)
+    texts.update(early_texts)
     return batch, torch.where(early != 0, early, status), texts
 
 
