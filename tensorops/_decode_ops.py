@@ -16,7 +16,10 @@ import torch
 from tensorops import _checks, _extension
 
 NAME = "decode_resized_crop_mirror_normalize"
-JPEG_MAGIC = b"\xff\xd8\xff"
+# A JPEG starts with SOI (FF D8), all libjpeg asks: bytes before the first marker are skipped with a warning
+# ("extraneous bytes before marker"), as decode_jpeg and tensorops.io.image_size skip them. Not FF D8 FF, which
+# Pillow asks, and which sent such files to Pillow, which does not identify them.
+JPEG_MAGIC = b"\xff\xd8"
 # A sample's status, the op's second output (csrc/include/tensorops/decode_report.h). The op's 3 (a JPEG kind the
 # linked libjpeg does not decode) becomes FALLBACK once run() has decoded it through Pillow.
 OK, FAILED, WARNED, FALLBACK = 0, 1, 2, 3
@@ -37,7 +40,7 @@ def warn_once(key: str, message: str) -> None:
 
 
 def is_jpeg(data: torch.Tensor) -> bool:
-    return data.numel() >= 3 and bytes(data[:3].tolist()) == JPEG_MAGIC
+    return data.numel() >= 2 and bytes(data[:2].tolist()) == JPEG_MAGIC
 
 
 def decode_other(data: torch.Tensor, label: str, max_pixels: int = 0) -> torch.Tensor:
