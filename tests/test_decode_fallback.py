@@ -98,12 +98,15 @@ def _cases():
     return out
 
 
-def _decode_jpeg(data: bytes) -> torch.Tensor:
-    """torchvision's decode_jpeg(mode=RGB) as (H, W, 3): the reference (Pillow does not identify these files)."""
+def _decode_jpeg(data: bytes, gray: bool = False) -> torch.Tensor:
+    """torchvision's decode_jpeg(mode=RGB) as (H, W, 3): the reference (Pillow does not identify these files).
+    ``gray``: mode=GRAY, repeated to 3 channels (mode=RGB's values for a gray file; lossless gray files decode
+    only so: libjpeg-turbo 3 converts no colours in lossless mode)."""
     tv_io = pytest.importorskip("torchvision.io", reason="the reference for these files is torchvision's decode_jpeg "
                                 "(Pillow does not read a JPEG whose first marker does not follow SOI)")
     t = torch.frombuffer(bytearray(data), dtype=torch.uint8)
-    return _quiet(tv_io.decode_jpeg, t, mode=tv_io.ImageReadMode.RGB).permute(1, 2, 0).contiguous()
+    mode = tv_io.ImageReadMode.GRAY if gray else tv_io.ImageReadMode.RGB
+    return _quiet(tv_io.decode_jpeg, t, mode=mode).permute(1, 2, 0).expand(-1, -1, 3).contiguous()
 
 
 @pytest.mark.parametrize("case", _cases(), ids=lambda c: c[0])
@@ -134,3 +137,96 @@ def test_a_jpeg_whose_first_marker_does_not_follow_soi_decodes_as_decode_jpeg_do
             tensorops.decode_resized_crop_mirror_normalize([GOOD, data], M, S, size=8, strict=True,
                                                            paths=["a.jpg", "b.jpg"])
 
+
+
+def test_without_libjpeg_a_jpeg_whose_first_marker_does_not_follow_soi_takes_decode_jpeg_s_values(monkeypatch):
+    """Builds without libjpeg-turbo decode every JPEG through the fallback: decode_jpeg where torchvision imports
+    (Pillow does not identify these files)."""
+    monkeypatch.setattr(_decode_ops, "has_libjpeg", lambda: False)
+    monkeypatch.setattr(_decode_ops, "_WARNED", set())
+    name, data = _cases()[0]
+    ref = _decode_jpeg(data)
+    boxes = torch.tensor([[3, 4, 40, 60]], dtype=torch.float64)
+    got = _quiet(tensorops.decode_resized_crop_mirror_normalize, [data], None, None, size=(12, 9), boxes=boxes,
+                 dtype=torch.uint8)
+    want = tensorops.resized_crop_mirror_normalize([ref], None, None, dim=-1, size=(12, 9), boxes=boxes,
+                                                   dtype=torch.uint8)
+    assert torch.equal(got, want)
+    cmyk = dict(jpeg_cases.CASES)["cmyk-48x64"]  # CMYK: Pillow's convert("RGB"), as the op's own decode gives it
+    from PIL import Image
+
+    pil = torch.from_numpy(np.array(Image.open(io.BytesIO(cmyk)).convert("RGB")))
+    got = _quiet(tensorops.decode_resized_crop_mirror_normalize, [cmyk], None, None, size=(48, 64),
+                 dtype=torch.uint8, antialias=False)
+    assert torch.equal(got[0], pil.permute(2, 0, 1))
+
+
+# ---- the fallback decoder: torchvision's decode_jpeg, then Pillow ------------------------------------------------
+def _lossless_cases():
+    img = jpeg_cases.photo(45, 70, seed=7)
+    rgb = jpeg_cases.lossless(img, 1)
+    gray = jpeg_cases.lossless(img[..., 1], 7)
+    as_rgb = np.ascontiguousarray(np.broadcast_to(img[..., 1:2], img.shape))
+    return [("rgb-left", img, rgb), ("gray-average", as_rgb, gray),
+            ("rgb-junk-after-soi", img, rgb[:2] + b"\x00\x13\x37" + rgb[2:])]
+
+
+def _pillow_without_lossless(monkeypatch):
+    """Pillow as built on libjpeg-turbo 2.x (Debian's and older wheels): it cannot decode lossless (SOF3) JPEGs.
+    Pillow 13's wheels (libjpeg-turbo 3) can, so the test stands such a Pillow in."""
+    from PIL import Image
+
+    real = Image.open
+
+    def open_(fp, *args, **kw):
+        data = fp.getvalue() if isinstance(fp, io.BytesIO) else b""
+        if b"\xff\xc3" in data:  # an SOF3 marker (FF C3 cannot occur in entropy-coded data)
+            raise OSError("unsupported JPEG process: SOF type 0xc3 (a Pillow on libjpeg-turbo 2.x)")
+        return real(fp, *args, **kw)
+
+    monkeypatch.setattr(Image, "open", open_)
+
+
+def _expect(img: np.ndarray, data: bytes, **kw):
+    """The lossless file's image through the same resize, and a check that it is decode_jpeg's decode too."""
+    rgb = torch.from_numpy(img)
+    assert torch.equal(_decode_jpeg(data, gray=tensorops.io.image_size(data)[2] == 1), rgb)
+    return tensorops.resized_crop_mirror_normalize([rgb] * len(kw["boxes"]), M, S, dim=-1, **kw)
+
+
+@pytest.mark.parametrize("case", _lossless_cases(), ids=lambda c: c[0])
+@pytest.mark.parametrize("pillow", ["pillow-13", "pillow-without-lossless"])
+def test_lossless_jpegs_decode_through_decode_jpeg_where_pillow_cannot(case, pillow, monkeypatch):
+    name, img, data = case
+    monkeypatch.setattr(_decode_ops, "_WARNED", set())
+    boxes = torch.tensor([[0, 0, 45, 70], [3.5, 10.25, 30, 41], [40, 0, 5, 1]], dtype=torch.float64)
+    kw = dict(size=(12, 15), boxes=boxes, mirror=torch.tensor([False, True, False]))
+    want = _expect(img, data, **kw)
+    if pillow == "pillow-without-lossless":
+        _pillow_without_lossless(monkeypatch)
+    if tensorops.build_info().get("libjpeg"):  # the op finds a kind it does not decode, and says so once
+        with pytest.warns(RuntimeWarning, match=r"sample 0 \(bytes [0-9a-f]+\) is a JPEG kind .* does not decode"):
+            got = tensorops.decode_resized_crop_mirror_normalize([data] * 3, M, S, **kw)
+    else:
+        got = _quiet(tensorops.decode_resized_crop_mirror_normalize, [data] * 3, M, S, **kw)
+    assert torch.equal(got, want), name
+    assert _status([data], size=8)[1].tolist() == [_decode_ops.FALLBACK]
+
+
+@pytest.mark.parametrize("libjpeg", [True, False], ids=["libjpeg", "without-libjpeg"])
+def test_a_jpeg_neither_fallback_decoder_reads_is_an_error_naming_the_sample(libjpeg, monkeypatch):
+    """A lossless file with junk after SOI (Pillow does not identify it) cut short in its scan (decode_jpeg refuses
+    it): a ValueError naming the sample and saying what both decoders said; with on_error="fill", fill."""
+    if not libjpeg:
+        monkeypatch.setattr(_decode_ops, "has_libjpeg", lambda: False)
+    elif not tensorops.build_info().get("libjpeg"):
+        pytest.skip("this build has no libjpeg-turbo")
+    pytest.importorskip("torchvision.io", reason="the case is one decode_jpeg refuses")
+    monkeypatch.setattr(_decode_ops, "_WARNED", set())
+    data = _lossless_cases()[2][2]
+    cut = data[:len(data) * 2 // 3]
+    with pytest.raises(ValueError, match=r"sample 1 \(b\.jpg\): .*torchvision's decode_jpeg refused it too"):
+        _quiet(tensorops.decode_resized_crop_mirror_normalize, [GOOD, cut], M, S, size=8, paths=["a.jpg", "b.jpg"])
+    out, failed = _quiet(tensorops.decode_resized_crop_mirror_normalize, [GOOD, cut], M, S, size=8,
+                         on_error="fill", fill=-3.0)
+    assert failed.tolist() == [False, True] and torch.equal(out[1], torch.full_like(out[1], -3.0))
