@@ -230,3 +230,18 @@ def test_a_jpeg_neither_fallback_decoder_reads_is_an_error_naming_the_sample(lib
     out, failed = _quiet(tensorops.decode_resized_crop_mirror_normalize, [GOOD, cut], M, S, size=8,
                          on_error="fill", fill=-3.0)
     assert failed.tolist() == [False, True] and torch.equal(out[1], torch.full_like(out[1], -3.0))
+
+
+def test_a_lossless_file_decode_jpeg_refuses_and_pillow_decodes_takes_pillow_s_values(monkeypatch):
+    """The fidelity guide's difference: a lossless file whose end-of-image marker gave way to padding after its
+    scan. decode_jpeg refuses it ("Image is incomplete or truncated"), Pillow decodes every row; the fallback,
+    decode_jpeg then Pillow, gives Pillow's image (the cut-short rule concerns the kinds libjpeg-turbo decodes)."""
+    tv_io = pytest.importorskip("torchvision.io", reason="the difference is decode_jpeg's refusal")
+    monkeypatch.setattr(_decode_ops, "_WARNED", set())
+    name, img, data = _lossless_cases()[0]
+    padded = data[:-2] + bytes(64)
+    with pytest.raises(RuntimeError, match="incomplete or truncated"):
+        _quiet(tv_io.decode_jpeg, torch.frombuffer(bytearray(padded), dtype=torch.uint8))
+    got = _quiet(tensorops.decode_resized_crop_mirror_normalize, [padded], None, None, size=(45, 70),
+                 dtype=torch.uint8, antialias=False)
+    assert torch.equal(got[0], torch.from_numpy(img).permute(2, 0, 1))
