@@ -55,8 +55,8 @@ def _gpu_decode(datas: List[torch.Tensor], device: torch.device) -> List[torch.T
 
 
 def _cpu_decode(e: torch.Tensor, label: str, max_pixels: int, device: torch.device) -> torch.Tensor:
-    """A whole image decoded on the CPU (the CPU path's decode_other: Pillow's convert("RGB")), as a (3, H, W)
-    uint8 tensor on ``device``."""
+    """A whole image decoded on the CPU (the CPU path's decode_other: JPEGs by torchvision's decode_jpeg, then
+    Pillow; CMYK JPEGs and other formats Pillow's convert("RGB")), as a (3, H, W) uint8 tensor on ``device``."""
     if e.numel() == 0:
         raise ValueError(_err(f"{label}: the data is empty"))
     return _decode_ops.decode_other(e, label, max_pixels).permute(2, 0, 1).to(device)

@@ -16,9 +16,12 @@ import torch
 from tensorops import _checks, _extension
 
 NAME = "decode_resized_crop_mirror_normalize"
-JPEG_MAGIC = b"\xff\xd8\xff"
+# A JPEG starts with SOI (FF D8), all libjpeg asks: bytes before the first marker are skipped with a warning
+# ("extraneous bytes before marker"), as decode_jpeg and tensorops.io.image_size skip them. Not FF D8 FF, which
+# Pillow asks, and which sent such files to Pillow, which does not identify them.
+JPEG_MAGIC = b"\xff\xd8"
 # A sample's status, the op's second output (csrc/include/tensorops/decode_report.h). The op's 3 (a JPEG kind the
-# linked libjpeg does not decode) becomes FALLBACK once run() has decoded it through Pillow.
+# linked libjpeg does not decode) becomes FALLBACK once run() has decoded it through decode_other.
 OK, FAILED, WARNED, FALLBACK = 0, 1, 2, 3
 
 
@@ -37,18 +40,59 @@ def warn_once(key: str, message: str) -> None:
 
 
 def is_jpeg(data: torch.Tensor) -> bool:
-    return data.numel() >= 3 and bytes(data[:3].tolist()) == JPEG_MAGIC
+    return data.numel() >= 2 and bytes(data[:2].tolist()) == JPEG_MAGIC
+
+
+def _torchvision_decode(data: torch.Tensor, max_pixels: int) -> Tuple[Optional[torch.Tensor], str]:
+    """A JPEG through torchvision's ``decode_jpeg(mode=RGB)`` as (H, W, 3) uint8, or ``(None, why not)``: torchvision
+    not importable, not a JPEG, a header ``tensorops.io.image_size`` cannot read or declaring more than
+    ``max_pixels`` (0: Pillow's own error limit) pixels (Pillow then says why), CMYK/YCCK (Pillow's
+    ``convert("RGB")`` is the op's, torchvision inverts some of those), or decode_jpeg's refusal."""
+    if not is_jpeg(data):
+        return None, ""
+    try:
+        from torchvision.io import ImageReadMode, decode_jpeg
+    except ImportError:
+        return None, ""
+    from tensorops import io
+
+    try:
+        H, W, C = io.image_size(data)
+    except ValueError:
+        return None, ""
+    if not max_pixels:
+        from PIL import Image
+
+        max_pixels = 2 * Image.MAX_IMAGE_PIXELS if Image.MAX_IMAGE_PIXELS else 0
+    if C == 4 or (max_pixels and H * W > max_pixels):
+        return None, ""
+    try:
+        with warnings.catch_warnings():  # torchvision 0.29 deprecates its decoders on every call
+            warnings.simplefilter("ignore", DeprecationWarning)
+            # gray as gray, then 3 equal channels: what mode=RGB gives (libjpeg replicates gray), and what a lossless
+            # gray file decodes to (libjpeg-turbo 3 converts no colours in lossless mode: mode=RGB is refused)
+            img = decode_jpeg(data, mode=ImageReadMode.GRAY if C == 1 else ImageReadMode.RGB)
+    except (RuntimeError, ValueError) as e:  # libjpeg's errors
+        return None, f"torchvision's decode_jpeg refused it too: {str(e).splitlines()[0] if str(e) else e!r}"
+    return img.permute(1, 2, 0).expand(H, W, 3).contiguous(), ""
 
 
 def decode_other(data: torch.Tensor, label: str, max_pixels: int = 0) -> torch.Tensor:
     """A whole image that the op does not decode itself (another format, a JPEG kind the linked libjpeg does not
-    decode, every JPEG in a build without libjpeg-turbo), as a contiguous (H, W, 3) uint8 tensor: Pillow's
-    ``convert("RGB")``, also for CMYK JPEGs (torchvision inverts some of those). Pillow, not
-    ``torchvision.io.decode_image``: torchvision 0.29.1's ``decode_png`` crashes the process on some damaged
-    PNGs (measured), where Pillow raises. ``label`` names the sample in errors; an image declaring more than
-    ``max_pixels`` pixels (0: no limit but Pillow's own) is refused before it is decoded."""
+    decode, every JPEG in a build without libjpeg-turbo), as a contiguous (H, W, 3) uint8 tensor. JPEGs: torchvision's
+    ``decode_jpeg(mode=RGB)`` where torchvision imports (the reference decoder; its libjpeg-turbo 3 reads lossless
+    files, which a Pillow on libjpeg-turbo 2.x cannot, and files whose first marker does not follow SOI, which
+    Pillow does not identify), then, where it cannot or refuses, Pillow. Everything else, and CMYK JPEGs, Pillow's
+    ``convert("RGB")`` (torchvision inverts some CMYK files). Pillow, not ``torchvision.io.decode_image``:
+    torchvision 0.29.1's ``decode_png`` crashes the process on some damaged PNGs (measured), where Pillow raises.
+    ``label`` names the sample in errors; an image declaring more than ``max_pixels`` pixels (0: no limit but
+    Pillow's own) is refused before it is decoded."""
     from PIL import Image, UnidentifiedImageError
 
+    decoded, refusal = _torchvision_decode(data, max_pixels)
+    if decoded is not None:
+        return decoded
+    also = f" ({refusal})" if refusal else ""
     raw = data.numpy().tobytes()
     try:
         with warnings.catch_warnings():
@@ -61,18 +105,16 @@ def decode_other(data: torch.Tensor, label: str, max_pixels: int = 0) -> torch.T
             rgb = im.convert("RGB")
     except UnidentifiedImageError:
         raise ValueError(_checks.where(NAME) + f"{label}: not an image (neither JPEG nor a format Pillow reads; "
-                         f"first bytes {raw[:8]!r})") from None
+                         f"first bytes {raw[:8]!r}){also}") from None
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
         raise ValueError(_checks.where(NAME) + f"{label}: Pillow refuses the image as a decompression bomb (over "
                          f"max_pixels or its own limit): {e}") from None
     except ValueError as e:
         if str(e).startswith(_checks.where(NAME)):
             raise
-        raise ValueError(_checks.where(NAME) + f"{label}: cannot decode the image: {e}") from None
+        raise ValueError(_checks.where(NAME) + f"{label}: cannot decode the image: {e}{also}") from None
     except (OSError, SyntaxError) as e:
-        raise ValueError(_checks.where(NAME) + f"{label}: cannot decode the image: {e}") from None
-    import numpy as np
-
+        raise ValueError(_checks.where(NAME) + f"{label}: cannot decode the image: {e}{also}") from None
     return torch.from_numpy(np.array(rgb, dtype=np.uint8, copy=True))
 
 
@@ -185,7 +227,7 @@ def sample_name(n: int, paths: Optional[Sequence[object]], data: torch.Tensor) -
 def run(inputs: List[torch.Tensor], encoded: List[torch.Tensor], args: tuple, out: Optional[torch.Tensor],
         paths: Optional[Sequence[object]], on_error: str) -> Tuple[torch.Tensor, torch.Tensor, dict]:
     """The op on prepared arguments, then what its statuses ask for: the JPEGs it left to the fallback decoder
-    (a kind the linked libjpeg does not decode) decoded whole through Pillow and resampled by the same op with
+    (a kind the linked libjpeg does not decode) decoded whole by decode_other and resampled by the same op with
     their boxes, and one warning per file that libjpeg warned about. Returns (batch, status, texts): texts maps
     the samples that are not OK to what the op said of them."""
     try:
@@ -213,7 +255,8 @@ def run(inputs: List[torch.Tensor], encoded: List[torch.Tensor], args: tuple, ou
             warn_once("fallback", _where(
                 f"{sample_name(rows[0], paths, encoded[rows[0]])} is a JPEG kind the linked libjpeg-turbo "
                 f"{_extension.build_info().get('libjpeg')} does not decode ({texts.get(rows[0], '')}): such files "
-                f"are decoded whole through Pillow, then resized as the others (bit for bit the same resize); "
+                f"are decoded whole by torchvision's decode_jpeg (else Pillow), then resized as the others (bit for "
+                f"bit the same resize); "
                 f"tensorops.build_info()['jpeg_kinds'] lists the kinds decoded in part"))
             idx = torch.tensor(rows, dtype=torch.int64)
             sub_args = (args[0], args[1], args[2].index_select(0, idx), args[3].index_select(0, idx), *args[4:])

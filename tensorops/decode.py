@@ -59,9 +59,13 @@ def decode_resized_crop_mirror_normalize(
     decoded region is one pixel wider than the filter reads on each side, where libjpeg's chroma upsampling
     would otherwise differ, and at least two samples of every chroma component wide, where libjpeg-turbo's crop
     would otherwise switch its upsampling). Grayscale JPEGs give 3 equal channels (``ImageReadMode.RGB``); CMYK
-    and YCCK JPEGs give Pillow's ``convert("RGB")``. Other formats (PNG, WebP, BMP, a PNG named .JPEG) decode
-    whole through Pillow, then take the same resize; so do JPEGs of a kind the linked libjpeg-turbo does not
-    decode (lossless, 12-bit: ``tensorops.build_info()["jpeg_kinds"]`` lists the kinds it does).
+    and YCCK JPEGs give Pillow's ``convert("RGB")``. A JPEG is what starts with SOI (``FF D8``), as libjpeg reads
+    it: junk or a damaged ``FF`` before its first marker is skipped with a warning, as ``decode_jpeg`` skips it.
+    Other formats (PNG, WebP, BMP, a PNG named .JPEG) decode whole through Pillow, then take the same resize;
+    JPEGs of a kind the linked libjpeg-turbo does not decode (lossless, 12-bit:
+    ``tensorops.build_info()["jpeg_kinds"]`` lists the kinds it does) decode whole through torchvision's
+    ``decode_jpeg`` where torchvision is installed (its libjpeg-turbo 3 reads lossless files), else or where it
+    refuses them through Pillow, then take the same resize.
 
     Damaged JPEGs that ``decode_jpeg`` and Pillow decode (corrupt data libjpeg resynchronises past, junk bytes
     before a marker, a file cut short, an unknown JFIF revision) are decoded as they decode them, each reported
@@ -101,9 +105,9 @@ def decode_resized_crop_mirror_normalize(
             call on the GPU; the batch (and ``out``) are on that device, ``failed`` on the CPU. **Not bit-identical
             to the CPU path:** nvJPEG's decode is not libjpeg-turbo's, so the values are those of
             ``resized_crop_mirror_normalize(decode_jpeg(..., device="cuda"))``. Other formats, CMYK/YCCK JPEGs and
-            JPEGs nvJPEG refuses are decoded on the CPU (Pillow) and copied over; which damaged files are refused
-            follows the decoder that reads them. Needs torchvision (an ImportError without it); not with
-            ``reduced_scale``.
+            JPEGs nvJPEG refuses are decoded on the CPU (the fallback decoder above) and copied over; which
+            damaged files are refused follows the decoder that reads them. Needs torchvision (an ImportError
+            without it); not with ``reduced_scale``.
         strict: a libjpeg warning (corrupt data, a premature end, junk before a marker) is an error (a ValueError
             naming the sample, or a failed sample with ``on_error="fill"``), as every
             warning was before this option existed. It concerns the CPU decode (``device="cuda"`` follows nvJPEG).
@@ -173,9 +177,10 @@ def decode_with_status(data: Sequence[Encoded], mean: Stat, std: Stat, *, size: 
                        ) -> Tuple[torch.Tensor, torch.Tensor, dict]:
     """:func:`decode_resized_crop_mirror_normalize` on the CPU, returning ``(batch, status, texts)`` whatever
     ``on_error``: ``status`` int8 (N,), per sample ``tensorops._decode_ops.OK`` (0), ``FAILED`` (1, its output is
-    ``fill``), ``WARNED`` (2: decoded, libjpeg warned) or ``FALLBACK`` (3: decoded whole by Pillow, a JPEG kind
-    the linked libjpeg-turbo does not decode, or not a JPEG); ``texts`` maps the samples that are not OK to what
-    the op said of them (the error, or libjpeg's first warning). The collates and the Ray stage count these."""
+    ``fill``), ``WARNED`` (2: decoded, libjpeg warned) or ``FALLBACK`` (3: decoded whole by the fallback decoder,
+    a JPEG kind the linked libjpeg-turbo does not decode, or not a JPEG); ``texts`` maps the samples that are not
+    OK to what the op said of them (the error, or libjpeg's first warning). The collates and the Ray stage count
+    these."""
     N = len(data)
     max_pixels = _validate(data, paths, on_error, max_pixels, strict)
     encoded = [_as_bytes(item, n) for n, item in enumerate(data)]
@@ -183,10 +188,12 @@ def decode_with_status(data: Sequence[Encoded], mean: Stat, std: Stat, *, size: 
     libjpeg = _decode_ops.has_libjpeg()
     if not libjpeg:
         _decode_ops.warn_once("libjpeg", "tensorops was built without libjpeg-turbo: "
-                              "decode_resized_crop_mirror_normalize decodes whole images through Pillow (install "
+                              "decode_resized_crop_mirror_normalize decodes whole images through torchvision's "
+                              "decode_jpeg (JPEGs, where torchvision is installed) or Pillow (install "
                               "libjpeg-turbo's development files and rebuild for the partial decode)")
     inputs: List[torch.Tensor] = []
     early = torch.zeros(N, dtype=torch.int8)  # what happened before the op: FALLBACK or FAILED
+    early_texts = {}  # why a sample failed before the op
     for n, e in enumerate(encoded):
         if libjpeg and _decode_ops.is_jpeg(e):
             inputs.append(e)
@@ -196,11 +203,15 @@ def decode_with_status(data: Sequence[Encoded], mean: Stat, std: Stat, *, size: 
                 raise ValueError(_err(f"{_label(n, paths)}: the data is empty"))
             inputs.append(_decode_ops.decode_other(e, _label(n, paths), max_pixels))
             early[n] = _decode_ops.FALLBACK
-        except ValueError:
+        except ValueError as err:
             if on_error == "raise":
                 raise
             early[n] = _decode_ops.FAILED
-            inputs.append(e)  # the op fails it again (no header), and fills its output
+            early_texts[n] = str(err)
+            # no bytes: the op fails it ("the data is empty") and writes fill, as for every failed sample. Its
+            # own bytes could be decoded there (libjpeg reads what Pillow refused), giving a sample flagged failed
+            # with an image's values.
+            inputs.append(torch.empty(0, dtype=torch.uint8))
     cpu = torch.device("cpu")
     o = _resample_options(_NAME, torch.uint8, N, 3, cpu, mean, std, size, [], interpolation, antialias, crop_first,
                           dtype, memory_format, pad_channels, fill, out_of_bounds)
@@ -218,6 +229,7 @@ def decode_with_status(data: Sequence[Encoded], mean: Stat, std: Stat, *, size: 
     args = (m, s, bx, mi, [h, w], scale, interp, antialias, crop_first, dtype, memory_format, channels, fill, pad,
             max_pixels, on_error == "fill", reduced_scale, strict)
     batch, status, texts = _decode_ops.run(inputs, encoded, args, out, paths, on_error)
+    texts.update(early_texts)
     return batch, torch.where(early != 0, early, status), texts
 
 

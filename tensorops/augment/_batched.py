@@ -107,6 +107,24 @@ class _Batched(nn.Module):
     def _gen(self, generator: Optional[torch.Generator]) -> Optional[torch.Generator]:
         return _pick_generator(generator, self.generator)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # v2's Transform.forward calls make_params(flat_inputs): a list of the inputs it transforms. Every
+        # subclass's make_params takes that list as well as the batch, and picks the batch from it as v2's
+        # _needs_transform_list picks the image: the first tv_tensors.Image or Video, else the first plain tensor.
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("make_params")
+        if own is None or getattr(own, "_takes_flat_inputs", False):
+            return
+
+        def make_params(self, batch: Any, generator: Optional[torch.Generator] = None) -> Params:
+            if isinstance(batch, (list, tuple)):
+                batch = _batch_of_flat_inputs(type(self).__name__, batch)
+            return own(self, batch, generator)
+
+        make_params.__doc__, make_params.__qualname__ = own.__doc__, own.__qualname__
+        make_params._takes_flat_inputs = True  # type: ignore[attr-defined]
+        cls.make_params = make_params
+
     def make_params(self, batch: torch.Tensor, generator: Optional[torch.Generator] = None) -> Params:
         raise NotImplementedError
 
@@ -122,3 +140,16 @@ def _fresh_copy(batch: torch.Tensor) -> torch.Tensor:
     if batch.is_contiguous(memory_format=torch.channels_last) and not batch.is_contiguous():
         return batch.clone(memory_format=torch.channels_last)
     return batch.clone(memory_format=torch.contiguous_format) if batch.is_contiguous() else batch.clone()
+
+
+def _batch_of_flat_inputs(name: str, inputs: Any) -> torch.Tensor:
+    """The image batch among v2's flat inputs: the first tv_tensors.Image or Video, else the first plain tensor."""
+    import sys
+
+    tv = sys.modules.get("torchvision.tv_tensors")  # loaded wherever a tv_tensor exists
+    named = [x for x in inputs if tv is not None and isinstance(x, (tv.Image, tv.Video))]
+    plain = [x for x in inputs if isinstance(x, torch.Tensor) and not (tv and isinstance(x, tv.TVTensor))]
+    if not named and not plain:
+        raise TypeError(f"{name}: make_params got a list of inputs (v2's flat_inputs) without an image batch: "
+                        f"{[type(x).__name__ for x in inputs]}")
+    return (named or plain)[0]
