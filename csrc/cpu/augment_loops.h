@@ -93,7 +93,11 @@ inline void row_extremes(const uint8_t* __restrict x, int64_t n, uint8_t& mn, ui
 TENSOROPS_COLOUR_LOOP inline void row_saturation(const uint8_t* __restrict r, const uint8_t* __restrict g, const uint8_t* __restrict b,
                            uint8_t* __restrict yr, uint8_t* __restrict yg, uint8_t* __restrict yb, int64_t n,
                            float f0, float f1) {
-  for (int64_t j = 0; j < n; ++j) {
+  int64_t j0 = 0;
+#if TENSOROPS_CPU_AVX2
+  if constexpr (kAvx2Pointwise) j0 = saturation_row_avx2(r, g, b, yr, yg, yb, n, f0, f1);
+#endif
+  for (int64_t j = j0; j < n; ++j) {
     const float R = r[j], G = g[j], B = b[j];
     const float gray = augment::floor_small(augment::luma(R, G, B));
     yr[j] = augment::blend(R, gray, f0, f1);
@@ -115,7 +119,11 @@ inline void row_grayscale(const uint8_t* __restrict r, const uint8_t* __restrict
 
 TENSOROPS_COLOUR_LOOP inline void row_hue(const uint8_t* __restrict r, const uint8_t* __restrict g, const uint8_t* __restrict b,
                     uint8_t* __restrict yr, uint8_t* __restrict yg, uint8_t* __restrict yb, int64_t n, float hf) {
-  for (int64_t j = 0; j < n; ++j) {
+  int64_t j0 = 0;
+#if TENSOROPS_CPU_AVX2
+  if constexpr (kAvx2Pointwise) j0 = hue_row_avx2(r, g, b, yr, yg, yb, n, hf);
+#endif
+  for (int64_t j = j0; j < n; ++j) {
     uint8_t ro, go, bo;
     augment::hue(r[j], g[j], b[j], hf, ro, go, bo);
     yr[j] = ro;
