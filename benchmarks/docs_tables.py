@@ -21,8 +21,11 @@ Views: ``table`` (a harness JSON: every row, eager / torch.compile / tensorops a
 ``loader`` (a ``benchmarks.pipeline`` JSON: DataLoader images/s per path), ``batch_cache_rss`` (a
 ``benchmarks.batch_cache_rss`` JSON: resident memory per epoch), ``photo_stats`` (a ``benchmarks.photo_stats``
 JSON: why synthetic and real photographs give different ratios), ``augment`` / ``augment_policies`` (a ``benchmarks.augment`` JSON: every row, or the policy rows),
-``recipes`` (a ``benchmarks.recipes`` JSON: the training recipes end to end), ``headline`` (the README's table:
-the rows of HEADLINE, from several files). Each block starts with the run's machine, torch, date and commit
+``recipes`` (a ``benchmarks.recipes`` JSON: the training recipes end to end), ``isa`` (a ``benchmarks.isa``
+JSON: each CPU build's ms/image and ratios to each peer), ``headline`` (the README's table: the rows of HEADLINE,
+from several files), ``quiet_vs_loaded`` (those rows quiet and under ``--load 2``: the quiet files and their
+``_load2`` twins). The docs' blocks are ``csv-table`` blocks, a line a row.
+Each block starts with the run's machine, torch, date and commit
 from the JSON's ``meta``.
 
 This module finds the blocks, renders them and checks them; the views are ``docs_views.py``, the headline's rows,
