@@ -93,6 +93,31 @@ def view_headline(paths: Sequence[str], results: Sequence[Dict[str, Any]]) -> Ta
     return ["what", *COLUMNS], rows
 
 
+def loaded(path: str) -> str:
+    """The ``--load 2`` run beside a quiet one: bench_cpu_quick.json -> bench_cpu_quick_load2.json."""
+    return path[:-len(".json")] + "_load2.json"
+
+
+def view_quiet_vs_loaded(paths: Sequence[str], results: Sequence[Dict[str, Any]]) -> Table:
+    """The headline's rows, each peer's ratio on a quiet machine and under ``--load 2`` (two busy processes), one
+    line per (row, peer): the block names the quiet files and their ``_load2`` twins. A row missing from a loaded
+    file shows "–"."""
+    rows = []
+    for d, (label, path, where, peers) in zip(headline_data(), HEADLINE):
+        try:
+            busy = find(load(loaded(path)), where, loaded(path))
+        except (LookupError, FileNotFoundError):
+            busy = None
+        for peer in peers:
+            title, key, spread_key = PEERS[peer]
+            q = d["ratios"].get(title)
+            v = None if busy is None else busy.get(key)
+            v = v["median"] if isinstance(v, dict) else v
+            rows.append([label, title, fmt_ratio(q["median"], q) if q else "–",
+                         "–" if v is None else fmt_ratio(v, busy.get(spread_key))])
+    return ["what", "ratio", "quiet", "--load 2"], rows
+
+
 def draw(data: List[Dict[str, Any]], path: str) -> None:
     """The headline as one picture: a horizontal bar per (row, peer), the bar the median ratio, the whisker the
     min-max over the interleaved rounds; log scale, 1x marked."""

@@ -21,8 +21,11 @@ Views: ``table`` (a harness JSON: every row, eager / torch.compile / tensorops a
 ``loader`` (a ``benchmarks.pipeline`` JSON: DataLoader images/s per path), ``batch_cache_rss`` (a
 ``benchmarks.batch_cache_rss`` JSON: resident memory per epoch), ``photo_stats`` (a ``benchmarks.photo_stats``
 JSON: why synthetic and real photographs give different ratios), ``augment`` / ``augment_policies`` (a ``benchmarks.augment`` JSON: every row, or the policy rows),
-``recipes`` (a ``benchmarks.recipes`` JSON: the training recipes end to end), ``headline`` (the README's table:
-the rows of HEADLINE, from several files). Each block starts with the run's machine, torch, date and commit
+``recipes`` (a ``benchmarks.recipes`` JSON: the training recipes end to end), ``isa`` (a ``benchmarks.isa``
+JSON: each CPU build's ms/image and ratios to each peer), ``headline`` (the README's table: the rows of HEADLINE,
+from several files), ``quiet_vs_loaded`` (those rows quiet and under ``--load 2``: the quiet files and their
+``_load2`` twins). The docs' blocks are ``csv-table`` blocks, a line a row.
+Each block starts with the run's machine, torch, date and commit
 from the JSON's ``meta``.
 
 This module finds the blocks, renders them and checks them; the views are ``docs_views.py``, the headline's rows,
@@ -31,14 +34,16 @@ table and figure ``docs_headline.py``.
 from __future__ import annotations
 
 import argparse
+import csv
 import glob
+import io
 import json
 import os
 import re
 import sys
 from typing import List, Optional, Tuple
 
-from benchmarks.docs_headline import FIGURE, FIGURE_DATA, draw, headline_data, view_headline
+from benchmarks.docs_headline import FIGURE, FIGURE_DATA, draw, headline_data, view_headline, view_quiet_vs_loaded
 from benchmarks.docs_views import ROOT, VIEWS, describe, load
 from benchmarks.docs_views import view_augment  # noqa: F401  (benchmarks.augment reads its view here)
 
@@ -46,6 +51,8 @@ MD_BLOCK = re.compile(r"(<!-- generated from (?P<files>[^()]+?) \((?P<view>\w+)\
                       re.S)
 RST_BLOCK = re.compile(r"(^\.\. generated from (?P<files>[^()\n]+?) \((?P<view>\w+)\)\n\n)(?P<body>.*?)(^\.\. end generated$)",
                        re.S | re.M)
+# the views of several files (the headline's rows); every other view reads one file (docs_views.VIEWS)
+MULTI_VIEWS = {"headline": view_headline, "quiet_vs_loaded": view_quiet_vs_loaded}
 
 
 # ---- rendering -------------------------------------------------------------------------------------------------
@@ -56,22 +63,27 @@ def markdown(header: List[str], rows: List[List[str]]) -> str:
 
 
 def rst(header: List[str], rows: List[List[str]]) -> str:
+    """A ``csv-table``: one line a row (a ``list-table`` took a line a cell: 11 lines a row of the ops table).
+    A lone "-" (no value) is written "–": alone in a cell, rST reads "-" as an empty bullet list."""
     def cell(c: str) -> str:
-        c = c.replace("*", "\\*").replace("`", "")
-        return c if c.strip() else "\\ "
+        c = c.replace("*", "\\*").replace("`", "").strip()
+        return "–" if c == "-" else c
 
-    out = [".. list-table::", "   :header-rows: 1", ""]
-    for r in [header] + rows:
-        out.append("   * - " + cell(r[0]))
-        out += ["     - " + cell(c) for c in r[1:]]
+    def line(r: List[str]) -> str:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="").writerow([cell(c) for c in r])
+        return buf.getvalue()
+
+    out = [".. csv-table::", "   :header: " + line(header), "   :widths: auto", ""]
+    out += ["   " + line(r) for r in rows]
     return "\n".join(out) + "\n"
 
 
 def render(files: str, view: str, fmt: str) -> str:
     paths = [p.strip() for p in files.split(",")]
     results = [load(p) for p in paths]
-    if view == "headline":
-        header, rows = view_headline(paths, results)
+    if view in MULTI_VIEWS:
+        header, rows = MULTI_VIEWS[view](paths, results)
     else:
         if len(paths) != 1 or view not in VIEWS:
             raise ValueError(f"unknown generated block: {files} ({view})")

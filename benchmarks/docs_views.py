@@ -85,22 +85,23 @@ def view_decode(path: str, result: Dict[str, Any]) -> Table:
 
 
 def view_loader(path: str, result: Dict[str, Any]) -> Table:
+    """A ``benchmarks.pipeline`` JSON: a row per path (its letter and what it runs), a column per (mode, workers):
+    images/s and the per-round ratio to path (b). (A column per path, each headed by its description, was eight
+    columns and 1,330 px wide.)"""
     paths = result["meta"]["paths"]
-    keys = sorted(paths)
+    cols = [(mode, w) for mode in ("train", "eval") for w in result["meta"]["workers"]]
     rows = []
-    for mode in ("train", "eval"):
-        for workers in result["meta"]["workers"]:
-            cells = [mode, str(workers)]
-            for k in keys:
-                r = [x for x in result["loader"] if (x["mode"], x["workers"], x["path"]) == (mode, workers, k)]
-                if not r:
-                    cells.append("-")
-                    continue
-                sp = r[0]["vs_tv_tensor"]
-                ratio = fmt_ratio(sp["median"], sp)
-                cells.append(f"{r[0]['images_per_s']:.0f}, {ratio}")
-            rows.append(cells)
-    return ["mode", "workers"] + [f"({k}) {paths[k]}" for k in keys], rows
+    for k in sorted(paths):
+        cells = [f"({k}) {paths[k]}"]
+        for mode, workers in cols:
+            r = [x for x in result["loader"] if (x["mode"], x["workers"], x["path"]) == (mode, workers, k)]
+            if not r:
+                cells.append("-")
+                continue
+            sp = r[0]["vs_tv_tensor"]
+            cells.append(f"{r[0]['images_per_s']:.0f}, {fmt_ratio(sp['median'], sp)}")
+        rows.append(cells)
+    return ["path", *(f"{mode}, {w} workers: images/s, vs (b)" for mode, w in cols)], rows
 
 
 def view_photo_stats(path: str, result: Dict[str, Any]) -> Table:
@@ -197,7 +198,34 @@ def view_recipes(path: str, result: Dict[str, Any]) -> Table:
             "vs torchvision v2"], rows
 
 
+ISA_PEERS = ("torchvision", "albumentations", "DALI CPU")
+
+
+def view_isa(path: str, result: Dict[str, Any]) -> Table:
+    """A ``benchmarks.isa`` JSON: per row, each CPU build's tensorops ms per image and its ratios to each peer the
+    file holds (the peer's ms / tensorops', medians; "–" where a build's row lacks that peer), the build and the
+    level torch's own kernels ran at named in the header. Two columns a build, so three builds fit a laptop."""
+    builds = result["builds"]
+    peers = [p for p in ISA_PEERS if any(f"vs_{p}" in r for b in builds for r in b["rows"])]
+    names = list(dict.fromkeys(r["row"] for b in builds for r in b["rows"]))
+    header = ["row"]
+    for b in builds:
+        header += [f"{b['isa']} build (torch {b.get('torch_cpu_capability', '?')}): ms/image",
+                   f"{b['isa']}: vs " + " / ".join(peers)]
+    rows = []
+    for name in names:
+        cells = [name]
+        for b in builds:
+            r = next((x for x in b["rows"] if x["row"] == name), None)
+            t = (r or {}).get("tensorops", {}).get("ms_per_image")
+            cells.append("–" if t is None else f"{t:.3f}")
+            cells.append(" / ".join("–" if r is None or r.get(f"vs_{p}") is None else f"{r[f'vs_{p}']:.2f}x"
+                                    for p in peers) or "–")
+        rows.append(cells)
+    return header, rows
+
+
 VIEWS: Dict[str, Callable[[str, Dict[str, Any]], Table]] = {
     "table": view_table, "vs_torchvision": view_vs_torchvision, "decode": view_decode, "loader": view_loader,
     "batch_cache_rss": view_batch_cache_rss, "photo_stats": view_photo_stats, "augment": view_augment,
-    "augment_policies": view_augment_policies, "recipes": view_recipes}
+    "augment_policies": view_augment_policies, "recipes": view_recipes, "isa": view_isa}

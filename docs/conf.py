@@ -57,7 +57,10 @@ doctest_default_flags = _doctest.ELLIPSIS | _doctest.NORMALIZE_WHITESPACE | _doc
 exclude_patterns = ["_build"]
 html_theme = "alabaster"  # ships with Sphinx: no theme dependency
 html_static_path = ["_static"]
-html_theme_options = {"description": "fused PyTorch preprocessing kernels", "fixed_sidebar": True}
+# a 1240 px page (alabaster's default is 940 px, a 660 px text column) so that the results tables fit a 1280 px
+# window; _static/custom.css (which alabaster links) sets the tables' type and wrapping. docs/width_check.py checks.
+html_theme_options = {"description": "fused PyTorch preprocessing kernels", "fixed_sidebar": True,
+                      "page_width": "1240px", "sidebar_width": "200px", "body_max_width": "none"}
 nitpicky = False
 suppress_warnings = []
 

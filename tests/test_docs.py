@@ -92,3 +92,58 @@ def test_readme_one_call_each_runs():
                    "resized_crop_mirror_normalize") + (("decode_resized_crop_mirror_normalize",)
                                                        if tensorops.build_info()["libjpeg"] else ()):
             assert any(n.startswith(f"tensorops::{op}") for n in names), (op, sorted(names))
+
+
+def test_isa_table_names_each_build_and_marks_a_missing_peer():
+    """The ISA view: a column pair per build (named with torch's level), every peer any row has, "–" where one
+    build's row lacks it; a row only one build has is still shown."""
+    from benchmarks import docs_views
+
+    def row(name, ms, **peers):
+        r = {"row": name, "tensorops": {"ms_per_image": ms}}
+        for p, v in peers.items():
+            r[p.replace("_", " ")] = {"ms_per_image": ms * v}
+            r["vs_" + p.replace("_", " ")] = v
+        return r
+
+    result = {"builds": [
+        {"isa": "avx512", "torch_cpu_capability": "AVX512",
+         "rows": [row("hue", 0.1, torchvision=3.0, albumentations=2.0, DALI_CPU=1.5), row("extra", 0.2, torchvision=1.0)]},
+        {"isa": "avx2", "torch_cpu_capability": "AVX2", "rows": [row("hue", 0.2, torchvision=1.5)]}]}
+    header, rows = docs_views.view_isa("isa.json", result)
+    assert header == ["row", "avx512 build (torch AVX512): ms/image", "avx512: vs torchvision / albumentations / DALI CPU",
+                      "avx2 build (torch AVX2): ms/image", "avx2: vs torchvision / albumentations / DALI CPU"]
+    assert rows[0] == ["hue", "0.100", "3.00x / 2.00x / 1.50x", "0.200", "1.50x / – / –"]
+    assert rows[1] == ["extra", "0.200", "1.00x / – / –", "–", "– / – / –"]
+
+
+@requires_sphinx
+def test_every_page_fits_a_laptop_screen(tmp_path):
+    """The built pages in headless Chromium at 1280 x 800: no page wider than the window (no horizontal
+    scrollbar), no table past the text column (docs/width_check.py measures; it prints every page's widths)."""
+    sys.path.insert(0, os.path.join(ROOT, "docs"))
+    import width_check
+
+    if not width_check.find_browser():
+        pytest.skip("no Chromium binary on PATH (apt-get install chromium; CHROMIUM=path names another): the "
+                    "built pages' widths were not measured")
+    r = _sphinx("html", str(tmp_path / "html"))
+    assert r.returncode == 0, f"sphinx -b html failed:\n{r.stdout[-6000:]}\n{r.stderr[-6000:]}"
+    results = width_check.measure(str(tmp_path / "html"), 1280, 800)
+    assert len(results) == len(width_check.pages(str(tmp_path / "html"))) > 10
+    assert any(t for p in results for t in p.get("tables", [])), "no table measured: the harness saw no page"
+    assert width_check.problems(results) == []
+
+
+def test_width_check_names_what_does_not_fit():
+    """The check is not vacuous: a page wider than the window and a table past the column are each reported."""
+    sys.path.insert(0, os.path.join(ROOT, "docs"))
+    import width_check
+
+    fits = {"page": "a.html", "client": 1280, "scroll": 1280, "tables": [{"index": 0, "width": 600, "over": -40,
+                                                                        "first_cell": "op"}]}
+    wide = {"page": "b.html", "client": 1280, "scroll": 1746, "tables": [{"index": 3, "width": 1326, "over": 666,
+                                                                         "first_cell": "mode"}]}
+    assert width_check.problems([fits]) == []
+    bad = width_check.problems([fits, wide])
+    assert len(bad) == 2 and all(b.startswith("b.html") for b in bad)
