@@ -339,7 +339,8 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
   // (a gather reads a 32-bit word at a tap pair's byte offset, from one byte before the image)
   std::vector<uint8_t> padded;
   if (sm.ival != 0 && bilinear_row_fast() && H * W + 8 < (int64_t{1} << 31)) {
-    padded.assign(static_cast<size_t>(C * (H * W + 8)), 0);  // 4 bytes before each plane and 4 after
+    // 4 bytes before each plane and 4 after, and 16 more at the end (the AVX2 rows read 16 bytes from a tap)
+    padded.assign(static_cast<size_t>(C * (H * W + 8) + 16), 0);
     for (int64_t c = 0; c < C; ++c) {
       uint8_t* pc = padded.data() + c * (H * W + 8) + 4;
       for (int64_t i = 0; i < H; ++i) {
