@@ -384,12 +384,27 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
             ok[0][t] = in;
           }
         }
+        // per pixel: its source offset's three channel loads through locals
         uint8_t* yr = y.p + i * y.sh + j0 * y.sw;
         const int64_t ysc = y.sc, ysw = y.sw, xsc = x.sc;
-        for (int64_t t = 0; t < m; ++t) {
-          const uint8_t* q = x.p + off[0][t];
-          const bool in = ok[0][t] != 0;
-          for (int64_t c = 0; c < C; ++c) yr[t * ysw + c * ysc] = in ? q[c * xsc] : fill_u8[c];
+        const uint8_t* const xp = x.p;
+        if (C == 3) {
+          const uint8_t f0 = fill_u8[0], f1 = fill_u8[1], f2 = fill_u8[2];
+          for (int64_t t = 0; t < m; ++t) {
+            const uint8_t* q = xp + off[0][t];
+            const bool in = ok[0][t] != 0;
+            const uint8_t v0 = in ? q[0] : f0, v1 = in ? q[xsc] : f1, v2 = in ? q[2 * xsc] : f2;
+            uint8_t* yt = yr + t * ysw;
+            yt[0] = v0;
+            yt[ysc] = v1;
+            yt[2 * ysc] = v2;
+          }
+        } else {
+          for (int64_t t = 0; t < m; ++t) {
+            const uint8_t* q = xp + off[0][t];
+            const bool in = ok[0][t] != 0;
+            for (int64_t c = 0; c < C; ++c) yr[t * ysw + c * ysc] = in ? q[c * xsc] : fill_u8[c];
+          }
         }
       } else {  // bilinear: weights, the north-west tap and the inside flags per column, then a gather per channel
         int64_t done = 0;
