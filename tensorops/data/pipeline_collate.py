@@ -44,6 +44,7 @@ class RandomInterpolationCollate(ResizedCropMirrorNormalizeCollate):
         g = self._rng()
         uniforms = torch.rand(n, self.DRAWS, generator=g, dtype=torch.float64).numpy()
         choice = torch.randint(len(self.modes), (n,), generator=g)
+        self.last_modes = choice  # for inspection: the mode each sample of the last batch drew
         parts = []
         for k, mode in enumerate(self.modes):
             index = (choice == k).nonzero()[:, 0]
@@ -55,7 +56,7 @@ class RandomInterpolationCollate(ResizedCropMirrorNormalizeCollate):
             sub.mean = sub.std = None
             sub.dtype = torch.uint8
             sub.boxes = (lambda sizes, uniforms_=None, _rows=rows:  # type: ignore[method-assign]
-                         ResizedCropMirrorNormalizeCollate.boxes(self, sizes, uniforms[_rows]))
+                         self.boxes(sizes, uniforms[_rows]))
             batch, _ = ResizedCropMirrorNormalizeCollate.__call__(sub, [(images[i], 0) for i in rows.tolist()])
             parts.append((index, batch))
         first = parts[0][1]
