@@ -137,7 +137,7 @@ class TimmMixup(_Batched):
             return torch.cat([t, t.flip(0)]) if self.mode == "pair" else t
 
         boxes = torch.stack([yx[:, 0], yx[:, 2], yx[:, 1] - yx[:, 0], yx[:, 3] - yx[:, 2]], 1)
-        return {"lam": full(label_lam), "keep": full(lam.to(torch.float32).to(torch.float64)), "other": full(other),
+        return {"lam": full(label_lam), "keep": full(lam), "other": full(other),
                 "cutmix": full(cut), "boxes": full(boxes), "partner": torch.arange(n - 1, -1, -1)}
 
     def transform(self, batch: torch.Tensor, params: Params) -> torch.Tensor:
