@@ -89,6 +89,11 @@ PEERS_EXTRA = ["albumentations>=2.0", "opencv-python-headless",
                "nvidia-dali-cuda130; sys_platform == 'linux' and platform_machine in 'x86_64 aarch64'"]
 
 
+# `tensorops[timm]`: timm, for whoever hands timm's create_transform / Mixup to tensorops.data.from_pipeline and for
+# the tests that build timm's pipelines (they skip, saying so, without it); never a dependency of tensorops itself.
+TIMM_EXTRA = ["timm>=1.0"]
+
+
 # `tensorops[docs]`: what `python docs/build.py` needs (for whoever builds the docs, not for users). Pinned so a
 # new Sphinx cannot turn a passing -W build into a failing one; Sphinx 9 needs Python 3.11+.
 DOCS_EXTRA = ["sphinx==9.0.4; python_version >= '3.11'", "docutils==0.22.4; python_version >= '3.11'"]
@@ -304,7 +309,7 @@ def main() -> None:
         python_requires=">=3.10",
         install_requires=["torch>=2.11", "numpy", "pillow"],  # Pillow: the decode op's fallback decoder
         extras_require={"torchvision": torchvision_extra(torch.__version__), "ray": ray_extra(torch.__version__),
-                        "docs": DOCS_EXTRA, "peers": PEERS_EXTRA},
+                        "docs": DOCS_EXTRA, "peers": PEERS_EXTRA, "timm": TIMM_EXTRA},
         zip_safe=False,
     )
 

@@ -835,7 +835,7 @@ def test_timm_ops_run_torchvisions_ops_with_timms_arguments():
             expected = F.affine(img, angle=0.0, translate=[0, 0], scale=1.0, shear=sh, center=[0, 0],
                                 interpolation=v2.InterpolationMode.BILINEAR, fill=fill)
         elif name in ("TranslateXRel", "TranslateYRel"):
-            px = -int(a * (19 if name == "TranslateXRel" else 15))  # Pillow's offset p is torchvision's -p
+            px = -(a * (19 if name == "TranslateXRel" else 15))  # fractional; Pillow's offset p is torchvision's -p
             tr = [px, 0] if name == "TranslateXRel" else [0, px]
             expected = F.affine(img, angle=0.0, translate=tr, scale=1.0, shear=[0.0, 0.0],
                                 interpolation=v2.InterpolationMode.BILINEAR, fill=fill)

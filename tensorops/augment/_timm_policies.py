@@ -62,9 +62,9 @@ class _TimmBase(_Batched):
             elif kind == "translate_rel":
                 # timm: pixels = pct * width (x) or height (y); Pillow's offset p is torchvision's translate -p
                 is_x = torch.tensor([nm == "translate_x" for nm in names])[ops[sel]]
-                out_args[sel] = -torch.trunc(a * torch.where(is_x, float(w), float(h)))
+                out_args[sel] = -(a * torch.where(is_x, float(w), float(h)))  # fractional, as Pillow's offset
             elif kind == "translate_abs":
-                out_args[sel] = -torch.trunc(a)
+                out_args[sel] = -a
             elif kind.startswith("solarize") and kind != "solarize_add":
                 out_args[sel] = torch.where(a > 255, 0.0, a)
                 # timm's threshold 256 inverts nothing: Identity

@@ -119,18 +119,18 @@ def _timm_args(kinds: Sequence[str], ops: torch.Tensor, level: torch.Tensor, neg
         elif kind == "translate_rel":
             v = x * float(hparams.get("translate_pct", 0.45))
             v = torch.where(neg, -v, v)
-        elif kind == "posterize":
-            v = torch.trunc(x * 4)
-        elif kind == "posterize_increasing":
-            v = 4 - torch.trunc(x * 4)
+        elif kind == "posterize":  # timm's posterize returns the image at >= 8 bits: 8 keeps every bit
+            v = torch.trunc(x * 4).clamp(max=8)
+        elif kind == "posterize_increasing":  # below 0 bits Pillow's mask clears every bit, as 0 bits does
+            v = (4 - torch.trunc(x * 4)).clamp(min=0)
         elif kind == "posterize_original":
-            v = torch.trunc(x * 4) + 4
+            v = (torch.trunc(x * 4) + 4).clamp(max=8)
         elif kind == "solarize":
-            v = torch.trunc(x * 256)
+            v = torch.trunc(x * 256).clamp(max=256)  # timm: min(256, ...)
         elif kind == "solarize_increasing":
-            v = 256 - torch.trunc(x * 256)
+            v = 256 - torch.trunc(x * 256).clamp(max=256)
         elif kind == "solarize_add":
-            v = torch.trunc(x * 110)
+            v = torch.trunc(x * 110).clamp(max=128)  # timm: min(128, ...)
         else:  # pragma: no cover - table and kinds are written together
             raise AssertionError(kind)
         out[sel] = v

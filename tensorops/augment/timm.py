@@ -22,14 +22,19 @@ to 90: whole-pixel offsets are equal). In detail:
 * AutoContrast: torchvision's float rescale of each channel's [min, max], Pillow's per-channel lookup table.
 * Rotate / ShearX / ShearY / TranslateX / TranslateY: torchvision's ``affine`` (pixel-centre conventions,
   nearest or bilinear; timm picks bilinear or bicubic at random per op: we use ``interpolation``, "bilinear" by
-  default). Translations are rounded toward zero to whole pixels (torchvision's auto-augment ops do ``int()``;
-  Pillow resamples sub-pixel offsets). Pillow's affine data maps output to input, so timm's shear factor ``f`` is
+  default: there is no bicubic affine kernel). ``TranslateXRel`` / ``YRel`` translate by timm's fractional
+  offset (``pct * width``, as Pillow resamples it; with "nearest" the kernel rounds it); ``TranslateX`` / ``Y``
+  (absolute pixels) too. Pillow's affine data maps output to input, so timm's shear factor ``f`` is
   torchvision's shear ``degrees(atan(f))`` (same direction) and timm's offset ``p`` is torchvision's translate
   ``-p``.
 * Posterize, Solarize, Invert, Equalize: the same per-pixel lookup in both (Solarize's threshold 256, timm's
   "off", is Identity here because torchvision refuses thresholds above 255).
 * SolarizeAdd (timm only, no torchvision twin): ``x < 128 ? min(255, x + add) : x``, ``apply_ops``'
   "solarize_add" (a table op of the kernels, like solarize).
+* Levels above 10 (``mmax`` > 10) are clamped where timm clamps: SolarizeAdd adds at most 128; a Posterize of 8
+  bits or more returns the image (timm's ``posterize``), so PosterizeOriginal at level >= 10 is Identity;
+  PosterizeIncreasing below 0 bits keeps 0 bits (Pillow's mask clears every bit, as 0 bits does); Solarize's
+  threshold stays in [0, 256].
 
 timm's fill for geometric ops is ``hparams["img_mean"]``, the dataset mean in uint8 ((124, 116, 104) for
 ImageNet's mean, which ``create_transform`` passes); 1-channel batches use 128 (timm's default grey).
@@ -39,6 +44,11 @@ at 0 for ops skipped by their probability), ``magnitudes`` float64 (N, k): signe
 is given (factor, degrees, shear factor, translate fraction or pixels, bits, threshold, addend; 0.0 for ops
 without one), ``levels`` float64 (N, k): the magnitude level after noise and clipping. AugMix adds ``depths``
 int64 (N, width), ``weights`` float32 (N, width) and ``m`` float32 (N,).
+
+timm's batch transforms: :class:`TimmMixup` (``Mixup``: modes "batch", "pair", "elem", ``switch_prob``,
+``cutmix_minmax``, ``correct_lam``, ``label_smoothing``) and :class:`TimmRandomErasing` (``RandomErasing``:
+``min_count`` / ``max_count``, modes "const", "rand", "pixel", on float and uint8 batches), in
+``_timm_mixing.py``.
 
 Example:
     >>> import torch
@@ -56,12 +66,13 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
+from tensorops.augment._timm_mixing import TimmMixup, TimmRandomErasing
 from tensorops.augment._timm_policies import TimmAugMix, TimmAutoAugment, TimmRandAugment, _TimmBase
 from tensorops.augment._timm_tables import (
     _AA_POLICIES, _RAND_CHOICE_WEIGHTS_0, _RAND_INCREASING_TRANSFORMS, _RAND_TRANSFORMS,
 )
 
-__all__ = ["from_timm_string", "TimmRandAugment", "TimmAutoAugment", "TimmAugMix"]
+__all__ = ["from_timm_string", "TimmRandAugment", "TimmAutoAugment", "TimmAugMix", "TimmMixup", "TimmRandomErasing"]
 
 
 def _sections(config: List[str], what: str) -> List[Tuple[str, str]]:

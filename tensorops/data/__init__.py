@@ -9,11 +9,15 @@
 * :mod:`tensorops.data.seeding`: the collates' random streams, per DataLoader worker and epoch;
 * :mod:`tensorops.data.augmenting`: how ``augment=`` (of the collates and the loader) applies transforms, drawing
   from the caller's stream, and how label-mixing transforms give soft labels;
-* :mod:`tensorops.data.images`: PIL images, numpy arrays and tensors as HWC uint8 tensors.
+* :mod:`tensorops.data.images`: PIL images, numpy arrays and tensors as HWC uint8 tensors;
+* :mod:`tensorops.data.pipeline`: :func:`from_pipeline`, a script's own torchvision / timm pipeline as the fused
+  batch path (reading the transforms: ``pipeline_torchvision``, ``pipeline_timm``; the plan and the wrappers for
+  what runs as given: ``pipeline_plan``; the collate: ``pipeline_collate``).
 """
 from tensorops.data.collates import CropMirrorNormalizeCollate, ResizedCropMirrorNormalizeCollate
 from tensorops.data.images import as_image
 from tensorops.data.loaders import NormalizingLoader, RecyclingLoader
+from tensorops.data.pipeline import from_pipeline
 
 __all__ = ["CropMirrorNormalizeCollate", "ResizedCropMirrorNormalizeCollate", "NormalizingLoader", "RecyclingLoader",
-           "as_image"]
+           "as_image", "from_pipeline"]
