@@ -198,7 +198,7 @@ def view_recipes(path: str, result: Dict[str, Any]) -> Table:
             "vs torchvision v2"], rows
 
 
-ISA_PEERS = ("torchvision", "albumentations", "DALI CPU")
+ISA_PEERS = ("torchvision", "albumentations", "DALI CPU", "decode_jpeg + resize")
 
 
 def view_isa(path: str, result: Dict[str, Any]) -> Table:

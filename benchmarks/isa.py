@@ -10,9 +10,10 @@ torch's: an AVX2-only machine runs torch's AVX2 kernels; ``base`` leaves torch's
 baseline level of its own on x86). The AVX2 and baseline figures of an AVX-512 machine are those builds on this
 core at its clock: a machine without AVX-512 may clock and cache differently. Rows: the functional ops at
 magnitudes the policies draw (one per sample), ColorJitter(0.4, 0.4, 0.4, 0.1), TrivialAugmentWide, RandAugment,
-AutoAugment and AugMix on the batch (tensorops) against the same transforms per image (torchvision v2), and
-resized_crop_mirror_normalize of the decoded photos (HWC, decode_jpeg's layout as a numpy-free permute) against v2's resized_crop + to_dtype +
-normalize per image. ms per image, median of interleaved rounds with their spread.
+AutoAugment and AugMix on the batch (tensorops) against the same transforms per image (torchvision v2), and the
+image path from real photographs' JPEG files with training boxes: resized_crop_mirror_normalize of the decoded
+images and the decode op from the bytes (isa_images.py says against what). ms per image, median of interleaved
+rounds with their spread.
 """
 from __future__ import annotations
 
@@ -57,11 +58,11 @@ def magnitudes(n: int, side: int) -> Dict[str, torch.Tensor]:
     return m
 
 
-def _rows(batch: torch.Tensor, photos: List[torch.Tensor], tv: Any) -> Dict[str, Dict[str, Callable[[], Any]]]:
+def _rows(batch: torch.Tensor, tv: Any) -> Dict[str, Dict[str, Callable[[], Any]]]:
     """Per row, {"tensorops": fn, "torchvision": fn, and the peers that have it}."""
+    from benchmarks.isa_images import image_rows
     from benchmarks.peers import albumentations_rows, dali_rows
     from tensorops import augment as A
-    from tensorops import resized_crop_mirror_normalize
 
     g = torch.Generator().manual_seed(0)
     m = magnitudes(N, SIDE)
@@ -96,15 +97,8 @@ def _rows(batch: torch.Tensor, photos: List[torch.Tensor], tv: Any) -> Dict[str,
                                ("AugMix", A.AugMix(), tv.AugMix())):
         add(name, lambda t=ours: t.transform(batch, t.make_params(batch, generator=g)),
             lambda i, t=theirs: t(batch[i]))
-    boxes = torch.tensor([[0.1 * p.shape[1], 0.1 * p.shape[2], 0.8 * p.shape[1], 0.8 * p.shape[2]] for p in photos],
-                         dtype=torch.float64).round()
-    mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
-    rows["resized_crop_mirror_normalize"] = {
-        "tensorops": lambda: resized_crop_mirror_normalize(photos, mean, std, size=SIDE, boxes=boxes),
-        "torchvision": lambda: torch.stack([F.normalize(F.to_dtype(
-            F.resized_crop(p, *[int(v) for v in b], [SIDE, SIDE], antialias=True), torch.float32, scale=True),
-            mean, std) for p, b in zip(photos, boxes)])}
-    for peer in (albumentations_rows(batch, m), dali_rows(batch, m, m["erase"], photos, boxes, SIDE, mean, std)):
+    rows.update(image_rows(N, SIDE))
+    for peer in (albumentations_rows(batch, m), dali_rows(batch, m, m["erase"])):
         for name, fns in peer.items():
             rows[name].update(fns)
     return rows
@@ -118,7 +112,6 @@ def child(out: str, rounds: int, min_run_time: float, n: int, side: int) -> None
 
     import tensorops
     from benchmarks.augment import REAL, SYNTH, image_batch
-    from benchmarks.case import photo_like, real_photo_sizes
 
     torch.set_num_threads(1)
     try:
@@ -127,12 +120,9 @@ def child(out: str, rounds: int, min_run_time: float, n: int, side: int) -> None
     except ImportError:  # no scikit-image: the photo-like set
         batch = image_batch(SYNTH, N, SIDE)
         images = SYNTH
-    g = torch.Generator().manual_seed(1)
-    # the resize's sources as decode_jpeg gives them: CHW views of HWC memory
-    photos = [photo_like(h, w, g).permute(1, 2, 0).contiguous().permute(2, 0, 1) for h, w in real_photo_sizes(N)]
     result = {"isa": tensorops._extension._C.cpu_isa(), "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
               "images": images, "rows": []}
-    for name, fns in _rows(batch, photos, tv).items():
+    for name, fns in _rows(batch, tv).items():
         samples = measure_interleaved(fns, min_run_time, rounds)
         row: Dict[str, Any] = {"row": name}
         for impl, xs in samples.items():
@@ -183,7 +173,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         meta = {**machine_info(), "load": load.describe(), "activity": activity.describe(), "torch_threads": 1,
                 "images": args.images, "side": args.side, "what": __doc__}
     path = save_json(args.out, "isa", args.load, {"meta": meta, "builds": builds})
-    peers = [p for p in ("torchvision", "albumentations", "DALI CPU")
+    peers = [p for p in ("torchvision", "albumentations", "DALI CPU", "decode_jpeg + resize")
              if any(p in r for b in builds for r in b["rows"])]
     print("| row | " + " | ".join(f"{b['isa']} ms/image (vs " + ", ".join(peers) + ")" for b in builds) + " |")
     print("|---|" + "---|" * len(builds))

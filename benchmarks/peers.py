@@ -106,36 +106,59 @@ def _constant(value: Any) -> Callable[[], Any]:
     return lambda: value
 
 
-def dali_rows(batch: torch.Tensor, m: Dict[str, torch.Tensor], boxes: torch.Tensor, photos: List[torch.Tensor],
-              resize_boxes: torch.Tensor, side: int, mean: List[float], std: List[float]) -> Rows:
-    """{row: {"DALI CPU": fn}} for the rows DALI's CPU operators have; {} without DALI. ``boxes``: the erasing
-    boxes (top, left, height, width); ``photos`` and ``resize_boxes``: the resize row's sources and boxes."""
+def _dali_run(source: List[Any], graph: Callable[..., Any], inputs: List[List[Any]],
+              conditionals: bool = False) -> Callable[[], Any]:
+    """One DALI CPU pipeline (one thread) over the HWC arrays ``source`` and per-sample argument lists ``inputs``:
+    its run function, built and run once."""
+    from nvidia.dali import fn, pipeline_def
+
+    @pipeline_def(batch_size=len(source), num_threads=1, device_id=None, exec_dynamic=True, seed=0,
+                  enable_conditionals=conditionals)
+    def pipe():
+        x = fn.external_source(source=_constant(source), batch=True, no_copy=True, layout="HWC")
+        args = [fn.external_source(source=_constant(v), batch=True) for v in inputs]
+        return graph(x, *args)
+
+    p = pipe()
+    p.build()
+    p.run()
+    return p.run
+
+
+def dali_resize(photos: List[torch.Tensor], boxes: torch.Tensor, side: int, mean: List[float],
+                std: List[float]) -> Any:
+    """DALI's resize (region of interest, antialiased) + crop_mirror_normalize of decode_jpeg's images (HWC
+    memory) in these boxes (top, left, height, width); None without DALI."""
     try:
         import numpy as np
-        from nvidia.dali import fn, pipeline_def, types
+        from nvidia.dali import fn, types
+    except ImportError:
+        return None
+    hwc = [p.permute(1, 2, 0).numpy() for p in photos]
+    b = boxes.tolist()
+    return _dali_run(hwc, lambda x, s, e: fn.crop_mirror_normalize(
+        fn.resize(x, roi_start=s, roi_end=e, size=[side, side], antialias=True), dtype=types.FLOAT,
+        output_layout="CHW", mean=[v * 255 for v in mean], std=[v * 255 for v in std]),
+        [[np.array(r[:2], np.float32) for r in b], [np.array([r[0] + r[2], r[1] + r[3]], np.float32) for r in b]])
+
+
+def dali_rows(batch: torch.Tensor, m: Dict[str, torch.Tensor], boxes: torch.Tensor) -> Rows:
+    """{row: {"DALI CPU": fn}} for the augmentation rows DALI's CPU operators have; {} without DALI. ``boxes``:
+    the erasing boxes (top, left, height, width)."""
+    try:
+        import numpy as np
+        from nvidia.dali import fn, types
         from nvidia.dali.auto_aug import auto_augment, rand_augment, trivial_augment
     except ImportError:
         return {}
     images = [x.numpy() for x in batch.permute(0, 2, 3, 1).contiguous()]
     h, w = images[0].shape[:2]
-    n = len(images)
 
     def per_sample(t: Any) -> List[Any]:
         return [np.array(v, dtype=np.float32) for v in torch.as_tensor(t).tolist()]
 
-    def run(graph: Callable[..., Any], inputs: List[List[Any]], source: List[Any] = images, layout: str = "HWC",
-            conditionals: bool = False) -> Callable[[], Any]:
-        @pipeline_def(batch_size=n, num_threads=1, device_id=None, exec_dynamic=True, seed=0,
-                      enable_conditionals=conditionals)
-        def pipe():
-            x = fn.external_source(source=lambda: source, batch=True, no_copy=True, layout=layout)
-            args = [fn.external_source(source=_constant(v), batch=True) for v in inputs]
-            return graph(x, *args)
-
-        p = pipe()
-        p.build()
-        p.run()
-        return p.run
+    def run(graph: Callable[..., Any], inputs: List[List[Any]], conditionals: bool = False) -> Callable[[], Any]:
+        return _dali_run(images, graph, inputs, conditionals)
 
     shear = [_cv_matrix(0.0, float(s), w, h)[:2] for s in m["shear"]]
     rows: Rows = {
@@ -161,12 +184,4 @@ def dali_rows(batch: torch.Tensor, m: Dict[str, torch.Tensor], boxes: torch.Tens
         "RandAugment": run(lambda x: rand_augment.rand_augment(x, n=2, m=9, shape=[h, w]), [], conditionals=True),
         "AutoAugment": run(lambda x: auto_augment.auto_augment_image_net(x, shape=[h, w]), [], conditionals=True),
     }
-    hwc = [p.permute(1, 2, 0).numpy() for p in photos]  # decode_jpeg's memory: HWC
-    b = resize_boxes.tolist()
-    rows["resized_crop_mirror_normalize"] = run(
-        lambda x, s, e: fn.crop_mirror_normalize(
-            fn.resize(x, roi_start=s, roi_end=e, size=[side, side], antialias=True), dtype=types.FLOAT,
-            output_layout="CHW", mean=[v * 255 for v in mean], std=[v * 255 for v in std]),
-        [[np.array(r[:2], np.float32) for r in b], [np.array([r[0] + r[2], r[1] + r[3]], np.float32) for r in b]],
-        source=hwc)
     return {k: {"DALI CPU": f} for k, f in rows.items()}

@@ -921,7 +921,9 @@ def test_isa_rows_run_each_build_in_a_process_of_its_own(tmp_path):
     data = json.loads((tmp_path / "isa.json").read_text())
     assert [b["isa"] for b in data["builds"]] == [best]
     rows = data["builds"][0]["rows"]
-    assert len(rows) == 19 and all(r["tensorops"]["ms_per_image"] > 0 and r["vs_torchvision"] > 0 for r in rows)
+    assert len(rows) == 20 and all(r["tensorops"]["ms_per_image"] > 0 and r["vs_torchvision"] > 0 for r in rows)
+    decode = next(r for r in rows if r["row"] == "decode_resized_crop_mirror_normalize")
+    assert decode["vs_decode_jpeg + resize"] > 0  # the partial decode against the full one, the same resize
     # the peers' columns, where they are installed: every row they have, against the same arguments
     for peer, module in (("albumentations", "albumentations"), ("DALI CPU", "nvidia.dali")):
         if _importable(module):
