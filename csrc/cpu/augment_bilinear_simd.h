@@ -1,0 +1,304 @@
+// tensorops.augment's bilinear affine rows with x86 vector instructions (AVX-512, AVX-512 VBMI, AVX2) and the
+// AVX2 taps. Included once by augment.cpp, inside its namespace, after augment_avx2.h.
+// NOLINTBEGIN
+
+// Bilinear affine's tap reads and arithmetic, 16 outputs at a time (AVX-512): each pair of horizontal taps read as
+// one 32-bit word at the left tap's byte offset in a plane padded by 4 bytes on both sides (taps outside: value 0),
+// then math/augment.h's bilinear_sum and bilinear_finish as vector operations, rounded as they round (fp-contract
+// is off in this file: fused only where written), the tail through those functions themselves. With AVX-512 VBMI,
+// 16 outputs whose taps sit on one source row pair within 64 bytes (shears along x, translations: every chunk;
+// small rotations: some) read two 64-byte windows and pick their taps with byte permutes instead of gathers (the
+// same bytes: a gather costs as much as a dozen permutes on the CPUs measured).
+#if TENSOROPS_CPU_AVX2
+#define TENSOROPS_BILINEAR_ISA "avx2,fma,avx512f,avx512bw,avx512vl,avx512dq"
+
+// (g++ 12's headers start some AVX-512 intrinsics from an undefined vector: false may-be-uninitialized warnings)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+struct BilinearRow {
+  const uint8_t* const* planes;  // C padded planes
+  uint8_t* const* out;           // C output rows (unit stride)
+  int64_t C, W, H;
+  const int32_t* tx;
+  const int32_t* ty;
+  const uint8_t* const* ok;
+  const float* const* wt;
+  bool has_fill;
+  const float* fill;
+};
+
+// The taps of outputs t..t+15 from their tap masks k: the 4 values per channel, v[c][q]
+struct Taps16 {
+  __mmask16 k[4];
+  __m512 w[4];
+};
+
+__attribute__((target(TENSOROPS_BILINEAR_ISA), always_inline)) inline void bilinear_taps16(const BilinearRow& r,
+                                                                                      int64_t t, Taps16& tp) {
+  const __m128i zero8 = _mm_setzero_si128();
+  for (int q = 0; q < 4; ++q) {
+    tp.k[q] = _mm_cmpneq_epi8_mask(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r.ok[q] + t)), zero8);
+    tp.w[q] = _mm512_loadu_ps(r.wt[q] + t);
+  }
+}
+
+// one 32-bit word per tap pair (nw, ne at o; sw, se at o + W), loaded where either tap is inside; each tap's byte
+// kept where that tap is inside, else 0 (the plane has 4 readable bytes before and after it)
+__attribute__((target(TENSOROPS_BILINEAR_ISA), always_inline)) inline void bilinear_gather(const uint8_t* plane,
+                                                                                      __m512i o, __m512i vw,
+                                                                                      const Taps16& tp, __m512* v) {
+  const __m512i byte = _mm512_set1_epi32(0xFF), zero = _mm512_setzero_si512();
+  for (int p = 0; p < 2; ++p) {
+    const __m512i word = _mm512_mask_i32gather_epi32(zero, static_cast<__mmask16>(tp.k[2 * p] | tp.k[2 * p + 1]),
+                                                     p ? _mm512_add_epi32(o, vw) : o, plane, 1);
+    v[2 * p] = _mm512_cvtepi32_ps(_mm512_maskz_and_epi32(tp.k[2 * p], word, byte));
+    v[2 * p + 1] = _mm512_cvtepi32_ps(_mm512_maskz_and_epi32(tp.k[2 * p + 1], _mm512_srli_epi32(word, 8), byte));
+  }
+}
+
+// bilinear_sum and bilinear_finish of 16 outputs, stored as bytes
+__attribute__((target(TENSOROPS_BILINEAR_ISA), always_inline)) inline void bilinear_store(const Taps16& tp,
+                                                                                     const __m512* v, bool has_fill,
+                                                                                     float fill, uint8_t* out) {
+  const __m512 magic = _mm512_set1_ps(12582912.f), lo = _mm512_setzero_ps(), hi = _mm512_set1_ps(255.f);
+  __m512 sum = _mm512_fmadd_ps(v[3], tp.w[3],
+                               _mm512_fmadd_ps(v[2], tp.w[2], _mm512_fmadd_ps(v[1], tp.w[1], _mm512_mul_ps(v[0], tp.w[0]))));
+  if (has_fill) {
+    const __m512 vf = _mm512_set1_ps(fill);
+    const __m512 mask = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(tp.w[0], tp.w[1]), tp.w[2]), tp.w[3]);
+    sum = _mm512_add_ps(_mm512_mul_ps(_mm512_sub_ps(sum, vf), mask), vf);
+  }
+  __m512 q = _mm512_sub_ps(_mm512_add_ps(sum, magic), magic);  // round half to even (augment.h round_even)
+  q = _mm512_min_ps(_mm512_max_ps(q, lo), hi);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(q)));
+}
+
+void bilinear_tail(const BilinearRow& r, int64_t t, int64_t m) {
+  for (; t < m; ++t) {
+    const int64_t o = static_cast<int64_t>(r.ty[t]) * r.W + r.tx[t];
+    const float w0 = r.wt[0][t], w1 = r.wt[1][t], w2 = r.wt[2][t], w3 = r.wt[3][t];
+    const float mask = augment::add_rn(augment::add_rn(augment::add_rn(w0, w1), w2), w3);
+    for (int64_t c = 0; c < r.C; ++c) {
+      const uint8_t* plane = r.planes[c];
+      const float v0 = r.ok[0][t] ? plane[o] : 0.f, v1 = r.ok[1][t] ? plane[o + 1] : 0.f;
+      const float v2 = r.ok[2][t] ? plane[o + r.W] : 0.f, v3 = r.ok[3][t] ? plane[o + r.W + 1] : 0.f;
+      r.out[c][t] = augment::bilinear_finish(augment::bilinear_sum(v0, v1, v2, v3, w0, w1, w2, w3), mask, r.has_fill,
+                                             r.fill[c]);
+    }
+  }
+}
+
+__attribute__((target(TENSOROPS_BILINEAR_ISA))) void bilinear_row_avx512(const BilinearRow& r, int64_t m) {
+  const __m512i vw = _mm512_set1_epi32(static_cast<int32_t>(r.W));
+  int64_t t = 0;
+  for (; t + 16 <= m; t += 16) {
+    Taps16 tp;
+    bilinear_taps16(r, t, tp);
+    const __m512i o = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_loadu_si512(r.ty + t), vw),
+                                       _mm512_loadu_si512(r.tx + t));
+    for (int64_t c = 0; c < r.C; ++c) {
+      __m512 v[4];
+      bilinear_gather(r.planes[c], o, vw, tp, v);
+      bilinear_store(tp, v, r.has_fill, r.fill[c], r.out[c] + t);
+    }
+  }
+  bilinear_tail(r, t, m);
+}
+
+__attribute__((target(TENSOROPS_BILINEAR_ISA ",avx512vbmi"))) void bilinear_row_vbmi(const BilinearRow& r, int64_t m) {
+  const __m512i vw = _mm512_set1_epi32(static_cast<int32_t>(r.W));
+  const __m512i byte = _mm512_set1_epi32(0xFF), one = _mm512_set1_epi32(1);
+  int64_t t = 0;
+  for (; t + 16 <= m; t += 16) {
+    Taps16 tp;
+    bilinear_taps16(r, t, tp);
+    const __m512i vx = _mm512_loadu_si512(r.tx + t), vy = _mm512_loadu_si512(r.ty + t);
+    const int32_t y0 = _mm512_reduce_min_epi32(vy), x0 = _mm512_reduce_min_epi32(vx);
+    if (y0 == _mm512_reduce_max_epi32(vy) && _mm512_reduce_max_epi32(vx) - x0 <= 62) {
+      // rows y0 and y0 + 1 (a row outside the image is read clamped: its taps are masked off), 64 bytes from x0,
+      // masked to the padded plane (masked-off bytes are not read)
+      const __m512i a_idx = _mm512_sub_epi32(vx, _mm512_set1_epi32(x0)), b_idx = _mm512_add_epi32(a_idx, one);
+      int64_t start[2];
+      __mmask64 in[2];
+      for (int p = 0; p < 2; ++p) {
+        const int64_t row = std::min<int64_t>(std::max<int64_t>(y0 + p, 0), r.H - 1);
+        start[p] = row * r.W + x0;
+        const int64_t first = std::max<int64_t>(-4 - start[p], 0), last = std::min<int64_t>(r.H * r.W + 4 - start[p], 64);
+        in[p] = first >= last ? 0 : ((last >= 64 ? ~__mmask64{0} : (__mmask64{1} << last) - 1) &
+                                     ~((__mmask64{1} << first) - 1));
+      }
+      for (int64_t c = 0; c < r.C; ++c) {
+        __m512 v[4];
+        for (int p = 0; p < 2; ++p) {
+          const __m512i window = _mm512_maskz_loadu_epi8(in[p], r.planes[c] + start[p]);
+          v[2 * p] = _mm512_cvtepi32_ps(_mm512_maskz_and_epi32(tp.k[2 * p], _mm512_permutexvar_epi8(a_idx, window),
+                                                                byte));
+          v[2 * p + 1] = _mm512_cvtepi32_ps(
+              _mm512_maskz_and_epi32(tp.k[2 * p + 1], _mm512_permutexvar_epi8(b_idx, window), byte));
+        }
+        bilinear_store(tp, v, r.has_fill, r.fill[c], r.out[c] + t);
+      }
+    } else {
+      const __m512i o = _mm512_add_epi32(_mm512_mullo_epi32(vy, vw), vx);
+      for (int64_t c = 0; c < r.C; ++c) {
+        __m512 v[4];
+        bilinear_gather(r.planes[c], o, vw, tp, v);
+        bilinear_store(tp, v, r.has_fill, r.fill[c], r.out[c] + t);
+      }
+    }
+  }
+  bilinear_tail(r, t, m);
+}
+#pragma GCC diagnostic pop
+#undef TENSOROPS_BILINEAR_ISA
+
+// The same 8 outputs at a time with AVX2's gathers (vector masks instead of mask registers): each tap pair's
+// 32-bit word where either tap is inside, each tap's byte kept where it is inside, bilinear_sum and
+// bilinear_finish in the AVX-512 path's order (fp-contract off: fused where written), the tail as it is there.
+__attribute__((target("avx2,fma"))) void bilinear_row_avx2(const BilinearRow& r, int64_t m) {
+  const __m256i vw = _mm256_set1_epi32(static_cast<int32_t>(r.W)), byte = _mm256_set1_epi32(0xFF);
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256 magic = _mm256_set1_ps(12582912.f), lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.f);
+  int64_t t = 0;
+  for (; t + 8 <= m; t += 8) {
+    __m256i k[4];
+    __m256 w[4];
+    for (int q = 0; q < 4; ++q) {
+      const __m256i okq = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r.ok[q] + t)));
+      k[q] = _mm256_cmpgt_epi32(okq, zero);  // all ones where the tap is inside
+      w[q] = _mm256_loadu_ps(r.wt[q] + t);
+    }
+    const __m256i ty = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r.ty + t));
+    const __m256i tx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r.tx + t));
+    const __m256i o = _mm256_add_epi32(_mm256_mullo_epi32(ty, vw), tx);
+    const __m256i o2 = _mm256_add_epi32(o, vw);
+    // The 8 outputs' taps on one row pair inside the image, within 16 bytes (shears along x, translations, small
+    // scales): each row's 16 bytes read once and the taps picked by byte shuffles instead of gathers.
+    const int32_t y0 = r.ty[t];
+    __m256i lo8 = _mm256_min_epi32(tx, _mm256_permute2x128_si256(tx, tx, 1)), hi8 = _mm256_max_epi32(tx, tx);
+    hi8 = _mm256_max_epi32(tx, _mm256_permute2x128_si256(tx, tx, 1));
+    lo8 = _mm256_min_epi32(lo8, _mm256_shuffle_epi32(lo8, 0x4E));
+    hi8 = _mm256_max_epi32(hi8, _mm256_shuffle_epi32(hi8, 0x4E));
+    lo8 = _mm256_min_epi32(lo8, _mm256_shuffle_epi32(lo8, 0xB1));  // every lane: the least tap column
+    hi8 = _mm256_max_epi32(hi8, _mm256_shuffle_epi32(hi8, 0xB1));
+    const int32_t x0 = _mm256_cvtsi256_si32(lo8), x1 = _mm256_cvtsi256_si32(hi8);
+    const bool window = y0 >= 0 && y0 + 1 < r.H && x1 - x0 <= 14 &&
+                        _mm256_movemask_epi8(_mm256_cmpeq_epi32(ty, _mm256_set1_epi32(y0))) == -1;
+    __m128i left = _mm_setzero_si128(), right = left;
+    if (window) {  // tx - x0 (0..14) as 8 bytes: byte 0 of each lane's dwords, then the two lanes' first dwords
+      const __m256i d = _mm256_shuffle_epi8(_mm256_sub_epi32(tx, lo8),
+                                            _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                                             -1, 0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                                             -1, -1));
+      left = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(d, _mm256_setr_epi32(0, 4, 1, 1, 1, 1, 1, 1)));
+      left = _mm_move_epi64(left);  // the upper 8 indices: byte 0's value is irrelevant, kept in range
+      right = _mm_add_epi8(left, _mm_set1_epi8(1));
+    }
+    for (int64_t c = 0; c < r.C; ++c) {
+      const int* plane = reinterpret_cast<const int*>(r.planes[c]);
+      __m256 v[4];
+      if (window) {
+        const uint8_t* base = r.planes[c] + static_cast<int64_t>(y0) * r.W + x0;
+        for (int p = 0; p < 2; ++p) {
+          const __m128i row = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + p * r.W));
+          v[2 * p] = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_cvtepu8_epi32(_mm_shuffle_epi8(row, left)), k[2 * p]));
+          v[2 * p + 1] = _mm256_cvtepi32_ps(
+              _mm256_and_si256(_mm256_cvtepu8_epi32(_mm_shuffle_epi8(row, right)), k[2 * p + 1]));
+        }
+      } else {
+        for (int p = 0; p < 2; ++p) {
+          const __m256i word = _mm256_mask_i32gather_epi32(zero, plane, p ? o2 : o,
+                                                           _mm256_or_si256(k[2 * p], k[2 * p + 1]), 1);
+          v[2 * p] = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_and_si256(word, byte), k[2 * p]));
+          v[2 * p + 1] = _mm256_cvtepi32_ps(
+              _mm256_and_si256(_mm256_and_si256(_mm256_srli_epi32(word, 8), byte), k[2 * p + 1]));
+        }
+      }
+      __m256 sum = _mm256_fmadd_ps(v[3], w[3], _mm256_fmadd_ps(v[2], w[2], _mm256_fmadd_ps(v[1], w[1],
+                                                                                            _mm256_mul_ps(v[0], w[0]))));
+      if (r.has_fill) {
+        const __m256 vf = _mm256_set1_ps(r.fill[c]);
+        const __m256 mask = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(w[0], w[1]), w[2]), w[3]);
+        sum = _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(sum, vf), mask), vf);
+      }
+      __m256 qv = _mm256_sub_ps(_mm256_add_ps(sum, magic), magic);  // round half to even (augment.h round_even)
+      qv = _mm256_min_ps(_mm256_max_ps(qv, lo), hi);
+      const __m256i q32 = _mm256_cvttps_epi32(qv);
+      const __m128i q16 = _mm_packus_epi32(_mm256_castsi256_si128(q32), _mm256_extracti128_si256(q32, 1));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(r.out[c] + t), _mm_packus_epi16(q16, q16));
+    }
+  }
+  bilinear_tail(r, t, m);
+}
+
+// The bilinear taps of outputs j0 + [0, m) of row i, 8 at a time (AVX2; GCC leaves that loop scalar there: the
+// int64 column and the floor's guarded select), as math/augment.h's affine_source and bilinear_taps compute them,
+// operation for operation (fp-contract off: fused where written); returns how many it did (the rest: those
+// functions). wt, ok: 4 rows of `stride` values.
+__attribute__((target("avx2,fma"))) int64_t bilinear_taps_avx2(const float* tt, int64_t i, int64_t j0, int64_t m,
+                                                               int64_t H, int64_t W, bool fused, float* wt,
+                                                               uint8_t* ok, int64_t stride, int32_t* tap_x,
+                                                               int32_t* tap_y) {
+  const float fw = static_cast<float>(W), fh = static_cast<float>(H);
+  const __m256 one = _mm256_set1_ps(1.f);
+  const __m256 vfw = _mm256_set1_ps(fw), vfh = _mm256_set1_ps(fh);
+  const __m256 lo = _mm256_set1_ps(-2.f), hix = _mm256_set1_ps(fw + 1.f), hiy = _mm256_set1_ps(fh + 1.f);
+  const __m256 halfw = _mm256_set1_ps(static_cast<float>(W - 1) * 0.5f);
+  const __m256 by = _mm256_set1_ps(static_cast<float>(static_cast<int32_t>(i)) - static_cast<float>(H - 1) * 0.5f);
+  const __m256 t0 = _mm256_set1_ps(tt[0]), t1 = _mm256_set1_ps(tt[1]), t2 = _mm256_set1_ps(tt[2]);
+  const __m256 t3 = _mm256_set1_ps(tt[3]), t4 = _mm256_set1_ps(tt[4]), t5 = _mm256_set1_ps(tt[5]);
+  const __m256 sw = _mm256_set1_ps(fw * 0.5f), sh = _mm256_set1_ps(fh * 0.5f), mhalf = _mm256_set1_ps(-0.5f);
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256 by_t1 = _mm256_mul_ps(by, t1), by_t4 = _mm256_mul_ps(by, t4);
+  int64_t t = 0;
+  for (; t + 8 <= m; t += 8) {
+    const __m256 j = _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(j0 + t)), iota));
+    const __m256 bx = _mm256_sub_ps(j, halfw);
+    const __m256 px = _mm256_mul_ps(bx, t0), py = _mm256_mul_ps(bx, t3);
+    const __m256 sx = fused ? _mm256_fmadd_ps(by, t1, px) : _mm256_add_ps(px, by_t1);
+    const __m256 sy = fused ? _mm256_fmadd_ps(by, t4, py) : _mm256_add_ps(py, by_t4);
+    const __m256 gx = _mm256_add_ps(sx, t2), gy = _mm256_add_ps(sy, t5);
+    const __m256 ix = clamp8(_mm256_fmadd_ps(_mm256_add_ps(gx, one), sw, mhalf), lo, hix);
+    const __m256 iy = clamp8(_mm256_fmadd_ps(_mm256_add_ps(gy, one), sh, mhalf), lo, hiy);
+    const __m256 x0 = floor8(ix), y0 = floor8(iy);
+    const __m256 we = _mm256_sub_ps(ix, x0), ea = _mm256_sub_ps(one, we);
+    const __m256 no = _mm256_sub_ps(iy, y0), so = _mm256_sub_ps(one, no);
+    const __m256 x1 = _mm256_add_ps(x0, one), y1 = _mm256_add_ps(y0, one);
+    const __m256 xw = inside8(x0, vfw), xe = inside8(x1, vfw), yn = inside8(y0, vfh), ys = inside8(y1, vfh);
+    const __m256 k[4] = {_mm256_and_ps(yn, xw), _mm256_and_ps(yn, xe), _mm256_and_ps(ys, xw), _mm256_and_ps(ys, xe)};
+    const __m256 w[4] = {_mm256_mul_ps(so, ea), _mm256_mul_ps(so, we), _mm256_mul_ps(no, ea), _mm256_mul_ps(no, we)};
+    for (int q = 0; q < 4; ++q) {
+      _mm256_storeu_ps(wt + q * stride + t, _mm256_and_ps(k[q], w[q]));  // the weight where inside, else +0
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(ok + q * stride + t), bytes8(k[q]));
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(tap_x + t), _mm256_cvttps_epi32(x0));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(tap_y + t), _mm256_cvttps_epi32(y0));
+  }
+  return t;
+}
+#endif
+
+// Whether this build has a vector bilinear row (AVX-512, AVX2): the planes are then copied padded for its gathers.
+bool bilinear_row_fast() {
+#if TENSOROPS_CPU_AVX2
+  static const bool on = cpu_isa_level() >= 1;
+  return on;
+#else
+  return false;
+#endif
+}
+
+void bilinear_row(const uint8_t* const* planes, uint8_t* const* out, int64_t C, int64_t H, int64_t W,
+                  const int32_t* tx, const int32_t* ty, const uint8_t* const* ok, const float* const* wt, int64_t m,
+                  bool has_fill, const float* fill) {
+#if TENSOROPS_CPU_AVX2
+  const BilinearRow r{planes, out, C, W, H, tx, ty, ok, wt, has_fill, fill};
+  if (cpu_vbmi()) bilinear_row_vbmi(r, m);
+  else if (cpu_isa_level() == 2) bilinear_row_avx512(r, m);
+  else bilinear_row_avx2(r, m);
+#else
+  (void)planes, (void)out, (void)C, (void)H, (void)W, (void)tx, (void)ty, (void)ok, (void)wt, (void)m;
+  (void)has_fill, (void)fill;
+#endif
+}
+// NOLINTEND

@@ -1,0 +1,167 @@
+// tensorops.augment's CPU loops: the geometric ops (affine, quarter turns). augment_loops.h includes it once per build: no
+// #pragma once, no includes; the names resolve in the including namespace. Per-value math: math/augment.h.
+
+// ---- geometry -------------------------------------------------------------------------------------------------
+// Per output row, in chunks: the source coordinates (the float work, vectorized) into small arrays, then a gather
+// per channel.
+// kFusedGrid: the grid rounded as torch's CPU bmm rounds it here (math/augment.h affine_source), a constant in the
+// loops.
+template <bool kFusedGrid>
+void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t C, int64_t H, int64_t W,
+               bool has_fill, const float* fill) {
+  constexpr int64_t kChunk = 256;
+  uint8_t fill_u8[3];
+  for (int64_t c = 0; c < C; ++c)
+    fill_u8[c] = augment::to_u8(augment::clamp_to(augment::round_even(has_fill ? fill[c] : 0.f), 0.f, 255.f));
+  alignas(64) int64_t off[4][kChunk];
+  alignas(64) float wt[4][kChunk];
+  alignas(64) uint8_t ok[4][kChunk];
+  alignas(64) int32_t tap_x[kChunk], tap_y[kChunk];
+  alignas(64) uint8_t res[3][kChunk];
+  // bilinear with AVX-512 or AVX2 gathers: each plane copied once, contiguous and padded by 4 bytes on both sides
+  // (a gather reads a 32-bit word at a tap pair's byte offset, from one byte before the image)
+  std::vector<uint8_t> padded;
+  if (sm.ival != 0 && bilinear_row_fast() && H * W + 8 < (int64_t{1} << 31)) {
+    // 4 bytes before each plane and 4 after, and 16 more at the end (the AVX2 rows read 16 bytes from a tap)
+    padded.assign(static_cast<size_t>(C * (H * W + 8) + 16), 0);
+    for (int64_t c = 0; c < C; ++c) {
+      uint8_t* pc = padded.data() + c * (H * W + 8) + 4;
+      for (int64_t i = 0; i < H; ++i) {
+        const uint8_t* xr = x.p + c * x.sc + i * x.sh;
+        if (x.sw == 1) {
+          std::memcpy(pc + i * W, xr, static_cast<size_t>(W));
+        } else {
+          for (int64_t j = 0; j < W; ++j) pc[i * W + j] = xr[j * x.sw];
+        }
+      }
+    }
+  }
+  const float fw = static_cast<float>(W), fh = static_cast<float>(H);
+  const float tt[6] = {sm.t[0], sm.t[1], sm.t[2], sm.t[3], sm.t[4], sm.t[5]};  // locals: no aliasing with off[]
+  const int64_t xsh = x.sh, xsw = x.sw;
+  // every offset a pixel of the image can have fits int32 (the nearest loop's int32 form)
+  const bool offsets32 = xsh >= 0 && xsw >= 0 && (H - 1) * xsh + (W - 1) * xsw < (int64_t{1} << 31);
+  const int32_t sh32 = static_cast<int32_t>(xsh), sw32 = static_cast<int32_t>(xsw);
+  for (int64_t i = 0; i < H; ++i) {
+    for (int64_t j0 = 0; j0 < W; j0 += kChunk) {
+      const int64_t m = std::min(kChunk, W - j0);
+      if (sm.ival == 0) {  // nearest
+        if (offsets32) {  // int32 arithmetic, the coordinates selected before their conversion: vectorizes on AVX2
+          for (int64_t t = 0; t < m; ++t) {
+            float ix, iy;
+            augment::affine_source(tt, i, j0 + t, H, W, ix, iy, kFusedGrid);
+            const float rx = augment::round_even(ix), ry = augment::round_even(iy);
+            const bool in = (rx >= 0.f) & (ry >= 0.f) & (rx < fw) & (ry < fh);
+            const int32_t sx = static_cast<int32_t>(in ? rx : 0.f), sy = static_cast<int32_t>(in ? ry : 0.f);
+            off[0][t] = sy * sh32 + sx * sw32;  // 0 outside: a pixel that exists, replaced by the fill below
+            ok[0][t] = in;
+          }
+        } else {
+          for (int64_t t = 0; t < m; ++t) {
+            float ix, iy;
+            augment::affine_source(tt, i, j0 + t, H, W, ix, iy, kFusedGrid);
+            const float rx = augment::round_even(ix), ry = augment::round_even(iy);
+            const bool in = (rx >= 0.f) & (ry >= 0.f) & (rx < fw) & (ry < fh);
+            const int64_t sx = in ? static_cast<int64_t>(rx) : 0, sy = in ? static_cast<int64_t>(ry) : 0;
+            off[0][t] = in ? sy * xsh + sx * xsw : 0;  // 0: a pixel that exists, replaced by the fill below
+            ok[0][t] = in;
+          }
+        }
+        // per pixel: its source offset's three channel loads through locals
+        uint8_t* yr = y.p + i * y.sh + j0 * y.sw;
+        const int64_t ysc = y.sc, ysw = y.sw, xsc = x.sc;
+        const uint8_t* const xp = x.p;
+        if (C == 3) {
+          const uint8_t f0 = fill_u8[0], f1 = fill_u8[1], f2 = fill_u8[2];
+          for (int64_t t = 0; t < m; ++t) {
+            const uint8_t* q = xp + off[0][t];
+            const bool in = ok[0][t] != 0;
+            const uint8_t v0 = in ? q[0] : f0, v1 = in ? q[xsc] : f1, v2 = in ? q[2 * xsc] : f2;
+            uint8_t* yt = yr + t * ysw;
+            yt[0] = v0;
+            yt[ysc] = v1;
+            yt[2 * ysc] = v2;
+          }
+        } else {
+          for (int64_t t = 0; t < m; ++t) {
+            const uint8_t* q = xp + off[0][t];
+            const bool in = ok[0][t] != 0;
+            for (int64_t c = 0; c < C; ++c) yr[t * ysw + c * ysc] = in ? q[c * xsc] : fill_u8[c];
+          }
+        }
+      } else {  // bilinear: weights, the north-west tap and the inside flags per column, then a gather per channel
+        int64_t done = 0;
+#if TENSOROPS_CPU_AVX2
+        if constexpr (kAvx2Taps)
+          done = bilinear_taps_avx2(tt, i, j0, m, H, W, kFusedGrid, wt[0], ok[0], kChunk, tap_x, tap_y);
+#endif
+        for (int64_t t = done; t < m; ++t) {
+          float ix, iy;
+          augment::affine_source(tt, i, j0 + t, H, W, ix, iy, kFusedGrid);
+          const augment::Taps tp = augment::bilinear_taps(ix, iy, H, W);
+          wt[0][t] = tp.w0;
+          wt[1][t] = tp.w1;
+          wt[2][t] = tp.w2;
+          wt[3][t] = tp.w3;
+          tap_x[t] = static_cast<int32_t>(tp.x0);
+          tap_y[t] = static_cast<int32_t>(tp.y0);
+          ok[0][t] = tp.k0;
+          ok[1][t] = tp.k1;
+          ok[2][t] = tp.k2;
+          ok[3][t] = tp.k3;
+        }
+        if (!padded.empty()) {  // AVX-512 or AVX2: 16 or 8 outputs at a time from the padded planes
+          const uint8_t* oks[4] = {ok[0], ok[1], ok[2], ok[3]};
+          const float* wts[4] = {wt[0], wt[1], wt[2], wt[3]};
+          const uint8_t* planes[3];
+          uint8_t* rows[3];
+          float fills[3] = {0.f, 0.f, 0.f};
+          for (int64_t c = 0; c < C; ++c) {
+            planes[c] = padded.data() + c * (H * W + 8) + 4;
+            rows[c] = y.sw == 1 ? y.p + c * y.sc + i * y.sh + j0 : res[c];
+            if (has_fill) fills[c] = fill[c];
+          }
+          bilinear_row(planes, rows, C, H, W, tap_x, tap_y, oks, wts, m, has_fill, fills);
+          if (y.sw != 1)
+            for (int64_t c = 0; c < C; ++c)
+              for (int64_t t = 0; t < m; ++t) y.p[c * y.sc + i * y.sh + (j0 + t) * y.sw] = res[c][t];
+          continue;
+        }
+        // each tap's offset, 0 (a pixel that exists) where the tap is outside, where its weight is 0 instead:
+        // v * 0 = 0 = 0 * w for the finite, non-negative values and weights here, so the sum is torchvision's
+        for (int64_t t = 0; t < m; ++t) {
+          const int64_t base = static_cast<int64_t>(tap_y[t]) * xsh + static_cast<int64_t>(tap_x[t]) * xsw;
+          off[0][t] = ok[0][t] ? base : 0;
+          off[1][t] = ok[1][t] ? base + xsw : 0;
+          off[2][t] = ok[2][t] ? base + xsh : 0;
+          off[3][t] = ok[3][t] ? base + xsh + xsw : 0;
+        }
+        uint8_t* yr = y.p + i * y.sh + j0 * y.sw;
+        for (int64_t t = 0; t < m; ++t) {
+          const int64_t o0 = off[0][t], o1 = off[1][t], o2 = off[2][t], o3 = off[3][t];
+          const float w0 = wt[0][t], w1 = wt[1][t], w2 = wt[2][t], w3 = wt[3][t];
+          const float mask = augment::add_rn(augment::add_rn(augment::add_rn(w0, w1), w2), w3);
+          for (int64_t c = 0; c < C; ++c) {
+            const uint8_t* xc = x.p + c * x.sc;
+            const float out = augment::bilinear_sum(xc[o0], xc[o1], xc[o2], xc[o3], w0, w1, w2, w3);
+            yr[t * y.sw + c * y.sc] = augment::bilinear_finish(out, mask, has_fill, has_fill ? fill[c] : 0.f);
+          }
+        }
+      }
+    }
+  }
+}
+
+// torch.rot90 of a (square for quarter turns) image: out[i][j] = in[map(i, j)]
+inline void rot_op(int32_t op, const View& x, const Dest& y, int64_t C, int64_t H, int64_t W) {
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t i = 0; i < H; ++i) {
+      uint8_t* yr = y.p + c * y.sc + i * y.sh;
+      const uint8_t* xc = x.p + c * x.sc;
+      for (int64_t j = 0; j < W; ++j) {
+        int64_t si, sj;
+        augment::rot_source(op, i, j, H, W, si, sj);
+        yr[j * y.sw] = xc[si * x.sh + sj * x.sw];
+      }
+    }
+}
