@@ -21,6 +21,8 @@ def describe(path: str, result: Dict[str, Any]) -> str:
     """One line: the run's machine, threads, load, torch, date and commit, as its meta records them."""
     m = result["meta"]
     cpu = f"{m['cpu_model']}, {m['cpu_count']} CPUs" if m.get("cpu_model") else f"{m.get('cpu_count')} CPUs"
+    if m.get("cpu_isa"):  # recorded since the CPU builds were measured apart
+        cpu += f", tensorops' {ISA_NAMES.get(m['cpu_isa'], m['cpu_isa'])} build"
     gpu = f", GPU {m['gpu_name']}" if m.get("gpu_name") else ", no GPU"
     load_ = (m.get("load") or {}).get("busy_processes", 0)
     load_txt = "quiet" if not load_ else f"{load_} busy processes (--load {load_})"
@@ -181,23 +183,26 @@ def view_augment_policies(path: str, result: Dict[str, Any]) -> Table:
 
 def view_recipes(path: str, result: Dict[str, Any]) -> Table:
     """A ``benchmarks.recipes`` JSON: per recipe and path, DataLoader images/s (median, min-max over rounds), the
-    CPU ms per image all processes spent (main + workers), and the per-round ratio to torchvision v2's path."""
+    CPU ms per image all processes spent (main + workers), and the per-round ratios to torchvision v2's path and
+    to the recipe's reference (what its users run: torchvision's reference on PIL, timm's own; older files have
+    no reference column: "-")."""
     rows = []
     for r in result["rows"]:
         if "skipped" in r:
-            rows.append([r["recipe"], r["path"], str(r["workers"]), f"skipped: {r['skipped']}", "-", "-"])
+            rows.append([r["recipe"], r["path"], str(r["workers"]), f"skipped: {r['skipped']}", "-", "-", "-"])
             continue
         sp = r["images_per_s_spread"]
-        ratio = r.get("vs_torchvision")
         cpu = r.get("cpu_ms_per_image")
+        ratios = [r.get("vs_torchvision"), r.get("vs_reference")]
         rows.append([r["recipe"], r["path"], str(r["workers"]),
                      f"{r['images_per_s']:.0f} ({sp['min']:.0f}-{sp['max']:.0f})",
                      "-" if cpu is None else f"{cpu['median']:.2f}",
-                     "-" if ratio is None else fmt_ratio(ratio["median"], ratio)])
+                     *("-" if x is None else fmt_ratio(x["median"], x) for x in ratios)])
     return ["recipe", "path", "workers", "images/s (min-max)", "CPU ms/image (all processes)",
-            "vs torchvision v2"], rows
+            "vs torchvision v2", "vs the recipe's reference"], rows
 
 
+ISA_NAMES = {"avx512": "AVX-512", "avx2": "AVX2", "base": "baseline"}
 ISA_PEERS = ("torchvision", "albumentations", "DALI CPU", "decode_jpeg + resize")
 
 

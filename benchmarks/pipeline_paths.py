@@ -158,3 +158,25 @@ def check_batch(loader: Any, n_images: int, what: str) -> None:
         seen += images.shape[0]
     if seen != n_images:
         raise AssertionError(f"{what}: {seen} images, not the epoch's {n_images}")
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """User + system CPU seconds of these processes so far (/proc/<pid>/stat; a vanished one counts 0)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / _TICK
+
+
+def worker_pids(loader: Any) -> List[int]:
+    loader = getattr(loader, "loader", loader)  # a wrapper's DataLoader
+    it = getattr(loader, "_iterator", None)
+    return [w.pid for w in getattr(it, "_workers", []) or [] if w.pid is not None]

@@ -13,7 +13,9 @@ The recipes, the two most used ImageNet training pipelines:
 * (b) timm's (DeiT): RandomResizedCrop(224) + flip + ``rand-m9-mstd0.5-inc1`` + Normalize + RandomErasing(0.25,
   per-pixel normal noise: timm's ``pixel`` mode, v2's ``value="random"``) + MixUp(0.8) / CutMix(1.0) per batch.
 
-Four paths per recipe, each a DataLoader over the same files with the same number of workers:
+The paths of a recipe, each a DataLoader over the same files with the same number of workers (the ratio to the
+reference, ``vs_reference``, is against what the recipe's users run: torchvision's reference on PIL for (a),
+timm's own pipeline for (b); ``recipe_references.py``):
 
 * ``torchvision v2``: ``decode_jpeg(read_file)`` + the v2 transforms per image in the Dataset, ``default_collate``
   + ``RandomChoice([MixUp, CutMix])`` in the collate. timm's policy string has no v2 spelling: its column runs
@@ -28,7 +30,10 @@ Four paths per recipe, each a DataLoader over the same files with the same numbe
   holds it); recipe (b)'s policy from timm's string (``tensorops.augment.from_timm_string``). The workers write
   later batches into the shared blocks of batches no process can read any more
   (``tensorops.data.shared_batches``);
-* ``tensorops, fresh memory``: the same with that reuse off (``TENSOROPS_REUSE_SHARED_MEMORY=0`` in the workers:
+* ``timm`` (recipe (b)): timm's ``create_transform`` on PIL images and its ``Mixup`` after ``default_collate``;
+* ``tensorops from_pipeline``: ``tensorops.data.from_pipeline`` of the reference's own transform and batch
+  transform, the Dataset giving the files' bytes (the one line a user changes; its plan is in the JSON);
+* ``tensorops, fresh memory``: the same as ``tensorops`` with that reuse off (``TENSOROPS_REUSE_SHARED_MEMORY=0`` in the workers:
   every batch in fresh shared memory, as ``default_collate``'s: its page faults are the workers' to pay).
 
 A round times one epoch (``--epoch`` images, cycling over the files) of every path of a recipe, interleaved in
@@ -54,12 +59,14 @@ from benchmarks import augment as bench_augment
 from benchmarks.case import real_photos
 from benchmarks.load import DEFAULT_LIMIT_S, ActivityWatch, BusyLoad, save_json
 from benchmarks.machine import machine_info
-from benchmarks.pipeline_paths import BATCH, MEAN, STD, Files, epoch, pil_decode, tensor_decode, write_jpegs
+from benchmarks.pipeline_paths import (BATCH, MEAN, STD, Files, cpu_seconds, epoch, pil_decode, tensor_decode,
+                                       worker_pids, write_jpegs)
+from benchmarks.recipe_references import PIPE, REFERENCE, TIMM, TimmCollate, pipeline_collate, timm_objects
 from benchmarks.timing import spread
 
 NUM_CLASSES = 1000
-TV, TV_PIL, TOPS, TOPS_FRESH = PATHS = ("torchvision v2", "torchvision v2 PIL", "tensorops",
-                                        "tensorops, fresh memory")
+TV, TV_PIL, TOPS, TOPS_FRESH = ("torchvision v2", "torchvision v2 PIL", "tensorops", "tensorops, fresh memory")
+PATHS = {"a": (TV, TV_PIL, TOPS, TOPS_FRESH, PIPE), "b": (TV, TV_PIL, TIMM, TOPS, TOPS_FRESH, PIPE)}
 GRID = {  # files, rounds, images per epoch (cycling over the files)
     "smoke": (4, 1, 8),
     "quick": (64, 3, 320),
@@ -183,6 +190,12 @@ def make_loader(path: str, recipe: Dict[str, Any], files: Sequence[str], labels:
         pil = path == TV_PIL
         data = Files(files, labels, pil_decode if pil else tensor_decode, tv_transform(recipe, pil), length)
         collate, how = TvCollate(recipe), {}
+    elif path == TIMM:
+        transform, mix = timm_objects(recipe, NUM_CLASSES)
+        data, collate, how = Files(files, labels, pil_decode, transform, length), TimmCollate(mix), {}
+    elif path == PIPE:
+        collate = pipeline_collate(recipe, NUM_CLASSES, tv_transform(recipe, pil=True), TvCollate(recipe))
+        data, how = Files(files, labels, tio.loader, None, length), {"plan": str(collate.plan)}
     else:
         if find is None:
             raise NotImplementedError("tensorops.augment is not in this build")
@@ -220,35 +233,13 @@ def check(loader: Any, crop: int, n: int, what: str) -> None:
         raise RuntimeError(f"{what}: an epoch gave {seen} images, want {n}")
 
 
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def cpu_seconds(pids: Sequence[int]) -> float:
-    """User + system CPU seconds of these processes so far (/proc/<pid>/stat; a vanished one counts 0)."""
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
-        except (OSError, IndexError, ValueError):
-            pass
-    return total / _TICK
-
-
-def worker_pids(loader: Any) -> List[int]:
-    loader = getattr(loader, "loader", loader)  # a wrapper's DataLoader
-    it = getattr(loader, "_iterator", None)
-    return [w.pid for w in getattr(it, "_workers", []) or [] if w.pid is not None]
-
-
 def time_recipe(key: str, files: Sequence[str], labels: Sequence[int], workers: int, rounds: int, n: int,
                 find: Optional[Callable[[str], Any]], say: Callable[[str], None]) -> List[Dict[str, Any]]:
     recipe = RECIPES[key]
     loaders: Dict[str, Any] = {}
     rows: List[Dict[str, Any]] = []
     skipped: Dict[str, str] = {}
-    for path in PATHS:
+    for path in PATHS[key]:
         try:
             loaders[path], how = make_loader(path, recipe, files, labels, workers, n, find)
             check(loaders[path], recipe["crop"], n, f"recipe ({key}) {path}")
@@ -277,6 +268,9 @@ def time_recipe(key: str, files: Sequence[str], labels: Sequence[int], workers: 
             "images_per_s": statistics.median(rates), "images_per_s_spread": spread(rates),
             "epoch_s": statistics.median(samples[p]), "cpu_ms_per_image": spread(cpu[p]),
             "vs_torchvision": spread([a / b for a, b in zip(samples[TV], samples[p])]) if TV in samples else None,
+            "reference": REFERENCE[key], "vs_reference": spread([a / b for a, b in zip(samples[REFERENCE[key]],
+                                                                                        samples[p])])
+            if REFERENCE[key] in samples else None,
         })
     for p, why in skipped.items():
         rows.append({"recipe": key, "recipe_name": recipe["name"], "path": p, "workers": workers, "skipped": why})
