@@ -49,6 +49,9 @@ def machine_info() -> Dict[str, Any]:
         "torch": torch.__version__,
         "torch_cuda": torch.version.cuda,
         "tensorops_build_info": tensorops.build_info(),
+        # the CPU build the run used (TENSOROPS_CPU_ISA caps it) and the level torch's own kernels ran at
+        "cpu_isa": tensorops._extension._C.cpu_isa() if tensorops.is_compiled() else None,
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "tensorops_compiled": tensorops.is_compiled(),
         "git_commit": _git_commit(),
         "gpus": [],
