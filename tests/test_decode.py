@@ -402,3 +402,36 @@ def test_collate_drops_a_bad_sample_and_warns_once(tmp_path):
     assert batch.shape == (2, 3, 16, 16) and labels.tolist() == [0, 3]
     ref, _ = ResizedCropMirrorNormalizeCollate(16, M, S, train=False)([(good, 0), (good, 3)])
     assert torch.equal(batch, ref)
+
+
+def _without_last_scan(data: bytes) -> bytes:
+    """A progressive JPEG with its last scan (libjpeg's script ends on the luma's AC refinement) cut out: still a
+    valid file that decodes without a warning, whose missing coefficients libjpeg's block smoothing guesses."""
+    last = data.rfind(b"\xff\xda")
+    assert last > 0 and data.endswith(b"\xff\xd9")
+    return data[:last] + b"\xff\xd9"
+
+
+@needs_libjpeg
+@pytest.mark.parametrize("subsampling", ["4:2:0", "4:4:4"])
+def test_a_progressive_file_without_its_last_scan_decodes_a_column_crop_as_the_whole_image(subsampling):
+    # block smoothing reads the DC values of neighbouring blocks up to two away: a crop of columns must give the
+    # blocks it uses those neighbours, or its edge blocks are smoothed as image edges (up to 3 steps apart). The
+    # reference is the op's own decode of every column (libjpeg-turbo 2.1.5's; torchvision's and Pillow's newer
+    # libjpeg-turbo smooth such files differently: the fidelity guide's list), read back pixel for pixel
+    data = _without_last_scan(jpeg_cases.encode(jpeg_cases.photo(120, 200, seed=5), subsampling=subsampling,
+                                                progressive=True, quality=75))
+    H, W, _ = tensorops.io.image_size(data)
+    pixels = dict(mean=[0.0] * 3, std=[1.0] * 3, interpolation="nearest", antialias=False, crop_first=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an otherwise valid file: no warning
+        whole = tensorops.decode_resized_crop_mirror_normalize(
+            [data], size=(H, W), boxes=torch.tensor([[0, 0, H, W]], dtype=torch.float64), **pixels)[0]
+        for x in (0, 17, 40, 64, 95, 150):
+            for w in (9, 33, 50):
+                if x + w > W:
+                    continue
+                box = torch.tensor([[0, x, H, w]], dtype=torch.float64)
+                got = tensorops.decode_resized_crop_mirror_normalize([data], size=(H, w), boxes=box, **pixels)[0]
+                steps = ((got - whole[:, :, x:x + w]).abs().max() * 255).round()
+                assert torch.equal(got, whole[:, :, x:x + w]), f"columns [{x}, {x + w}): {steps} steps apart"

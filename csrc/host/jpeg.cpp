@@ -29,6 +29,7 @@ namespace jpeg {
 namespace {
 
 constexpr int kMaxComponents = 10;  // libjpeg's MAX_COMPONENTS
+constexpr int64_t kSmoothMargin = 2;  // iMCU columns kept beside a progressive file's crop (read_region)
 
 std::atomic<int64_t> g_dc_scan_decodes{0};  // regions decoded from a copy without AC scans (dc_scan_decodes())
 
@@ -141,6 +142,17 @@ bool ends_with_eoi(const uint8_t* data, size_t size, size_t from) {
   return false;
 }
 
+// The width of an iMCU column in output pixels: jpeg_crop_scanline's alignment.
+int64_t imcu_width(jpeg_decompress_struct* cinfo) {
+#if JPEG_LIB_VERSION >= 70
+  const int64_t dct = cinfo->min_DCT_h_scaled_size;
+#else
+  const int64_t dct = cinfo->min_DCT_scaled_size;
+#endif
+  const bool single = cinfo->comps_in_scan == 1 && cinfo->num_components == 1;
+  return single ? dct : dct * cinfo->max_h_samp_factor;
+}
+
 // The first column of a crop of columns [x0, x1) of the output, as jpeg_crop_scanline will align it (down to
 // the iMCU grid), moved one iMCU further left where the crop would otherwise leave a subsampled component
 // fewer than two samples wide. libjpeg-turbo then replaces that component's fancy upsampling by plain
@@ -148,13 +160,7 @@ bool ends_with_eoi(const uint8_t* data, size_t size, size_t from) {
 // of an image whose width is 2 more than a multiple of 16 (4:2:0, 4:2:2). A crop at least 2 * max_h_samp_factor
 // wide keeps every component at two samples or more (read_region widens it to the right where it can).
 int64_t crop_start(jpeg_decompress_struct* cinfo, int64_t x0) {
-#if JPEG_LIB_VERSION >= 70
-  const int64_t dct = cinfo->min_DCT_h_scaled_size;
-#else
-  const int64_t dct = cinfo->min_DCT_scaled_size;
-#endif
-  const bool single = cinfo->comps_in_scan == 1 && cinfo->num_components == 1;
-  const int64_t align = single ? dct : dct * cinfo->max_h_samp_factor;
+  const int64_t align = imcu_width(cinfo);
   int64_t left = x0 / align * align;
   const int64_t need = 2 * cinfo->max_h_samp_factor, W = cinfo->output_width;
   if (cinfo->max_h_samp_factor > 1 && W - left < need)
@@ -169,9 +175,14 @@ int read_region(jpeg_decompress_struct* cinfo, Region* r, char* message) {
   jpeg_start_decompress(cinfo);
   JDIMENSION x0 = 0, w = cinfo->output_width;
   if (!r->whole_rows) {
-    const int64_t left = crop_start(cinfo, r->x0);
+    // A progressive file's missing coefficients (a scan left out) are guessed by block smoothing from the DC
+    // values of blocks up to two away (libjpeg-turbo 2.1's 5x5 neighbourhood): the crop keeps kSmoothMargin iMCU
+    // columns more on each side, so that the blocks the box reads are smoothed as in the whole image's decode,
+    // not as the edges of the crop (capacity_for reserves them)
+    const int64_t margin = cinfo->progressive_mode ? kSmoothMargin * imcu_width(cinfo) : 0;
+    const int64_t left = std::max<int64_t>(crop_start(cinfo, r->x0) - margin, 0);
     x0 = static_cast<JDIMENSION>(left);
-    w = static_cast<JDIMENSION>(std::max<int64_t>(r->x1, left + 2 * cinfo->max_h_samp_factor) - left);
+    w = static_cast<JDIMENSION>(std::max<int64_t>(r->x1 + margin, left + 2 * cinfo->max_h_samp_factor) - left);
     w = std::min<JDIMENSION>(w, cinfo->output_width - x0);
     if (x0 > 0 || w < cinfo->output_width) jpeg_crop_scanline(cinfo, &x0, &w);
   }
@@ -315,8 +326,10 @@ int read_info(const uint8_t* data, size_t size, int64_t max_pixels, bool strict,
 size_t capacity_for(const Info& info, const Region& r) {
   // jpeg_crop_scanline moves x0 down to the iMCU grid (at most 4 (sampling) x 8 (DCT) - 1 columns), crop_start
   // at most one iMCU further, and the crop is at least 8 columns wide
+  // (a progressive file: kSmoothMargin iMCU columns of at most 32 more on each side)
   const int64_t W = scaled(info.width, r.denom);
-  const int64_t w = r.whole_rows ? W : std::min<int64_t>(std::max<int64_t>(r.x1 - r.x0, 8) + 64, W);
+  const int64_t extra = info.progressive ? 2 * kSmoothMargin * 32 : 0;
+  const int64_t w = r.whole_rows ? W : std::min<int64_t>(std::max<int64_t>(r.x1 - r.x0, 8) + 64 + extra, W);
   return static_cast<size_t>(std::max<int64_t>(r.y1 - r.y0, 1) * w * info.components);
 }
 
