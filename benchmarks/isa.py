@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from typing import Any, Callable, Dict, List, Optional
 
 import torch
@@ -171,6 +172,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             with open(out, encoding="utf-8") as f:
                 builds.append(json.load(f))
         meta = {**machine_info(), "load": load.describe(), "activity": activity.describe(), "torch_threads": 1,
+                "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "images": args.images, "side": args.side, "what": __doc__}
     path = save_json(args.out, "isa", args.load, {"meta": meta, "builds": builds})
     peers = [p for p in ("torchvision", "albumentations", "DALI CPU", "decode_jpeg + resize")

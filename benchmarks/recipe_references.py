@@ -26,11 +26,34 @@ def timm_objects(recipe: Dict[str, Any], num_classes: int) -> Tuple[Any, Any]:
         from timm.data import Mixup, create_transform
     except ImportError as exc:
         raise NotImplementedError(f"timm is not installed ({exc})") from exc
+    _posterize_zero_bits()
     transform = create_transform(recipe["crop"], is_training=True, auto_augment=recipe["policy"],
                                  interpolation="bicubic", re_prob=recipe["erase_p"], re_mode="pixel", re_count=1)
     mix = Mixup(mixup_alpha=recipe["mixup"], cutmix_alpha=recipe["cutmix"], label_smoothing=0.1,
                 num_classes=num_classes)
     return transform, mix
+
+
+def _posterize_zero_bits() -> None:
+    """timm 1.0's PosterizeIncreasing asks Pillow for 0 bits at its top levels (m9 with noise reaches them), which
+    Pillow 12 and later refuse (ValueError) where older Pillows returned the image with every bit cleared: timm's
+    pipeline then fails on some images. Its posterize gets that old answer back for 0 bits, so that the reference
+    runs as its users ran it (timm's other answers unchanged); tensorops' twin gives the same all-zero image."""
+    import timm.data.auto_augment as aa
+
+    if getattr(aa, "_zero_bits_as_before", False):
+        return
+    original = aa.posterize
+
+    def posterize(img: Any, bits_to_keep: int, **kw: Any) -> Any:
+        if bits_to_keep <= 0:
+            return img.point(lambda _: 0)
+        return original(img, bits_to_keep, **kw)
+
+    for name, fn in list(aa.NAME_TO_OP.items()):
+        if fn is original:
+            aa.NAME_TO_OP[name] = posterize
+    aa._zero_bits_as_before = True
 
 
 class TimmCollate:
