@@ -18,6 +18,17 @@ def get_module(use_v2):
     return torchvision.transforms
 
 
+def _backend_start(T, backend):
+    """(the backend, lower-cased; the transforms list as both presets start it): PILToTensor first on the tensor
+    backend, as the references' presets write it in each class."""
+    backend = backend.lower()
+    if backend == "tensor":
+        return backend, [T.PILToTensor()]
+    if backend != "pil":
+        raise ValueError(f"backend can be 'tensor' or 'pil', but got {backend}")
+    return backend, []
+
+
 class ClassificationPresetTrain:
     def __init__(self, *, crop_size, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225), interpolation=None,
                  hflip_prob=0.5, auto_augment_policy=None, ra_magnitude=9, augmix_severity=3,
@@ -26,12 +37,7 @@ class ClassificationPresetTrain:
 
         interpolation = InterpolationMode.BILINEAR if interpolation is None else interpolation
         T = get_module(use_v2)
-        transforms = []
-        backend = backend.lower()
-        if backend == "tensor":
-            transforms.append(T.PILToTensor())
-        elif backend != "pil":
-            raise ValueError(f"backend can be 'tensor' or 'pil', but got {backend}")
+        backend, transforms = _backend_start(T, backend)
         transforms.append(T.RandomResizedCrop(crop_size, interpolation=interpolation, antialias=True))
         if hflip_prob > 0:
             transforms.append(T.RandomHorizontalFlip(hflip_prob))
@@ -68,12 +74,7 @@ class ClassificationPresetEval:
 
         interpolation = InterpolationMode.BILINEAR if interpolation is None else interpolation
         T = get_module(use_v2)
-        transforms = []
-        backend = backend.lower()
-        if backend == "tensor":
-            transforms.append(T.PILToTensor())
-        elif backend != "pil":
-            raise ValueError(f"backend can be 'tensor' or 'pil', but got {backend}")
+        backend, transforms = _backend_start(T, backend)
         transforms += [
             T.Resize(resize_size, interpolation=interpolation, antialias=True),
             T.CenterCrop(crop_size),

@@ -55,6 +55,17 @@ class _AutoAugmentBase(_Batched):
     def extra_repr(self) -> str:
         return f"interpolation={self.interpolation!r}, fill={self.fill!r}"
 
+    def _bins(self, num_magnitude_bins: Any) -> int:
+        if not isinstance(num_magnitude_bins, int) or isinstance(num_magnitude_bins, bool) or num_magnitude_bins < 2:
+            raise ValueError(f"num_magnitude_bins must be an int >= 2, got {num_magnitude_bins!r}")
+        return num_magnitude_bins
+
+    def _draw_setup(self, batch: torch.Tensor, generator: Optional[torch.Generator]):
+        """(generator, N, the magnitude table and its signed flags) of a batch: every binned policy's first step."""
+        _check_batch(batch, type(self).__name__)
+        n, _, h, w = batch.shape
+        return (self._gen(generator), n) + tuple(_magnitude_table(self._SPACE, self.num_magnitude_bins, h, w))
+
 
 class TrivialAugmentWide(_AutoAugmentBase):
     """TrivialAugment Wide on a uint8 batch, each sample drawing its own op, magnitude bin and sign.
@@ -82,15 +93,10 @@ class TrivialAugmentWide(_AutoAugmentBase):
     def __init__(self, num_magnitude_bins: int = 31, interpolation: Any = "nearest", fill: Any = None, *,
                  generator: Optional[torch.Generator] = None) -> None:
         super().__init__(interpolation=interpolation, fill=fill, generator=generator)
-        if not isinstance(num_magnitude_bins, int) or isinstance(num_magnitude_bins, bool) or num_magnitude_bins < 2:
-            raise ValueError(f"num_magnitude_bins must be an int >= 2, got {num_magnitude_bins!r}")
-        self.num_magnitude_bins = num_magnitude_bins
+        self.num_magnitude_bins = self._bins(num_magnitude_bins)
 
     def make_params(self, batch: torch.Tensor, generator: Optional[torch.Generator] = None) -> Params:
-        _check_batch(batch, "TrivialAugmentWide")
-        g = self._gen(generator)
-        n, _, h, w = batch.shape
-        table, signed = _magnitude_table(self._SPACE, self.num_magnitude_bins, h, w)
+        g, n, table, signed = self._draw_setup(batch, generator)
         ops = torch.randint(len(self.op_names), (n, 1), generator=g)
         bins = torch.randint(self.num_magnitude_bins, (n, 1), generator=g)
         sign = torch.rand((n, 1), generator=g)
@@ -123,8 +129,7 @@ class RandAugment(_AutoAugmentBase):
         super().__init__(interpolation=interpolation, fill=fill, generator=generator)
         if not isinstance(num_ops, int) or isinstance(num_ops, bool) or num_ops < 0:
             raise ValueError(f"num_ops should be a non-negative integer, but got {num_ops!r} instead.")
-        if not isinstance(num_magnitude_bins, int) or isinstance(num_magnitude_bins, bool) or num_magnitude_bins < 2:
-            raise ValueError(f"num_magnitude_bins must be an int >= 2, got {num_magnitude_bins!r}")
+        self._bins(num_magnitude_bins)
         if not isinstance(magnitude, int) or isinstance(magnitude, bool) or not 0 <= magnitude < num_magnitude_bins:
             raise ValueError(f"magnitude must be an int bin in [0, num_magnitude_bins={num_magnitude_bins}), "
                              f"got {magnitude!r}")
@@ -133,10 +138,7 @@ class RandAugment(_AutoAugmentBase):
         self.num_magnitude_bins = num_magnitude_bins
 
     def make_params(self, batch: torch.Tensor, generator: Optional[torch.Generator] = None) -> Params:
-        _check_batch(batch, "RandAugment")
-        g = self._gen(generator)
-        n, _, h, w = batch.shape
-        table, signed = _magnitude_table(self._SPACE, self.num_magnitude_bins, h, w)
+        g, n, table, signed = self._draw_setup(batch, generator)
         ops = torch.randint(len(self.op_names), (n, self.num_ops), generator=g)
         sign = torch.rand((n, self.num_ops), generator=g)
         bins = torch.full_like(ops, self.magnitude)
