@@ -184,34 +184,30 @@ __attribute__((target("avx2,fma"))) void bilinear_row_avx2(const BilinearRow& r,
     const int32_t x0 = _mm256_cvtsi256_si32(lo8), x1 = _mm256_cvtsi256_si32(hi8);
     const bool window = y0 >= 0 && y0 + 1 < r.H && x1 - x0 <= 14 &&
                         _mm256_movemask_epi8(_mm256_cmpeq_epi32(ty, _mm256_set1_epi32(y0))) == -1;
-    __m128i left = _mm_setzero_si128(), right = left;
-    if (window) {  // tx - x0 (0..14) as 8 bytes: byte 0 of each lane's dwords, then the two lanes' first dwords
-      const __m256i d = _mm256_shuffle_epi8(_mm256_sub_epi32(tx, lo8),
-                                            _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                                             -1, 0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                                             -1, -1));
-      left = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(d, _mm256_setr_epi32(0, 4, 1, 1, 1, 1, 1, 1)));
-      left = _mm_move_epi64(left);  // the upper 8 indices: byte 0's value is irrelevant, kept in range
-      right = _mm_add_epi8(left, _mm_set1_epi8(1));
-    }
+    // the window's shuffle controls: each 32-bit lane's tap byte (tx - x0, 0..14; +1 for the east tap) in its
+    // low byte, the others zeroed (0x80): one byte shuffle of the row, in both 128-bit halves, gives the taps as
+    // zero-extended 32-bit values
+    const __m256i zeros_above = _mm256_set1_epi32(static_cast<int32_t>(0x80808000u));
+    const __m256i west = _mm256_or_si256(_mm256_sub_epi32(tx, lo8), zeros_above);
+    const __m256i east = _mm256_add_epi32(west, _mm256_set1_epi32(1));
     for (int64_t c = 0; c < r.C; ++c) {
       const int* plane = reinterpret_cast<const int*>(r.planes[c]);
       __m256 v[4];
-      if (window) {
+      if (window) {  // weights of taps outside are 0 (math/augment.h bilinear_taps): their bytes need no mask
         const uint8_t* base = r.planes[c] + static_cast<int64_t>(y0) * r.W + x0;
         for (int p = 0; p < 2; ++p) {
-          const __m128i row = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + p * r.W));
-          v[2 * p] = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_cvtepu8_epi32(_mm_shuffle_epi8(row, left)), k[2 * p]));
-          v[2 * p + 1] = _mm256_cvtepi32_ps(
-              _mm256_and_si256(_mm256_cvtepu8_epi32(_mm_shuffle_epi8(row, right)), k[2 * p + 1]));
+          const __m256i row = _mm256_broadcastsi128_si256(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + p * r.W)));
+          v[2 * p] = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(row, west));
+          v[2 * p + 1] = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(row, east));
         }
       } else {
         for (int p = 0; p < 2; ++p) {
           const __m256i word = _mm256_mask_i32gather_epi32(zero, plane, p ? o2 : o,
                                                            _mm256_or_si256(k[2 * p], k[2 * p + 1]), 1);
-          v[2 * p] = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_and_si256(word, byte), k[2 * p]));
-          v[2 * p + 1] = _mm256_cvtepi32_ps(
-              _mm256_and_si256(_mm256_and_si256(_mm256_srli_epi32(word, 8), byte), k[2 * p + 1]));
+          // (a lane whose two taps are outside read nothing: 0; one tap outside has weight 0, as above)
+          v[2 * p] = _mm256_cvtepi32_ps(_mm256_and_si256(word, byte));
+          v[2 * p + 1] = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(word, 8), byte));
         }
       }
       __m256 sum = _mm256_fmadd_ps(v[3], w[3], _mm256_fmadd_ps(v[2], w[2], _mm256_fmadd_ps(v[1], w[1],
