@@ -82,7 +82,7 @@ def torchvision_extra(torch_version: str) -> list:
     return [f"torch=={base}", f"torchvision==0.{int(m.group(1)) + 15}.*" if m else "torchvision"]
 
 
-# `tensorops[peers]`: the benchmarks' optional peer columns (benchmarks/peers.py: albumentations on OpenCV, DALI's
+# `tensorops[peers]`: the benchmarks' optional peer columns (benchmarks/images/peers.py: albumentations on OpenCV, DALI's
 # CPU operators), for whoever measures; never a dependency of tensorops itself. DALI ships x86-64 and aarch64 Linux
 # wheels only.
 PEERS_EXTRA = ["albumentations>=2.0", "opencv-python-headless",

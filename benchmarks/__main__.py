@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import List, Optional
 
+from benchmarks import LOCAL_RESULTS
+
 # a run writes here unless told otherwise (git ignores it), so running the benchmarks never changes the published
 # results in benchmarks/results/ that the docs' tables are generated from: publish with --out benchmarks/results
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "local")
+DEFAULT_OUT = LOCAL_RESULTS
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

@@ -1,7 +1,7 @@
 """What one benchmark row is: a ``Case`` (what it times, for the table and the plot) that builds a ``Bench`` (the
 tensors and functions) on the device only when the row runs, and the small helpers the family modules share.
 
-The family modules (benchmarks/<bench>.py, named by ``tensorops.registry``) import only this module; the runner
+The family modules (benchmarks/ops/<bench>.py, named by ``tensorops.registry``) import only this module; the runner
 (harness.py) imports them by name, so nothing imports back.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The benchmark runner: which rows to run (the ops of ``tensorops.registry``, whose ``bench`` names the
-benchmarks/<bench>.py module that lists their ``Case``s), timing each the same way (timing.py), with the load of
+benchmarks/ops/<bench>.py module that lists their ``Case``s), timing each the same way (timing.py), with the load of
 ``--load N`` (load.py), and the table, JSON, markdown and plot (report.py) with the machine's description
 (machine.py). The family modules import only benchmarks/case.py; this module finds them by name, so no module
 imports back.
@@ -35,7 +35,7 @@ COMPILE_BUDGET_S = {"smoke": 60.0, "quick": 60.0, "full": 300.0}
 
 
 def module_cases(bench: str, device: torch.device, grid: str) -> List[Case]:
-    """The cases of benchmarks/<bench>.py, each checked to time a registry op whose ``bench`` is that module
+    """The cases of benchmarks/ops/<bench>.py, each checked to time a registry op whose ``bench`` is that module
     (a row for an op the registry does not list, or lists elsewhere, is an error, never skipped)."""
     cases = importlib.import_module("benchmarks." + bench).cases(device, grid)
     for c in cases:

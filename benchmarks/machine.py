@@ -8,6 +8,8 @@ from typing import Any, Dict, Optional
 
 import torch
 
+from benchmarks import REPO
+
 
 def cpu_model() -> str:
     try:
@@ -24,11 +26,11 @@ def _git_commit() -> Optional[str]:
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
-            cwd=os.path.dirname(os.path.abspath(__file__)),
+            cwd=REPO,
         )
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=10,
-            cwd=os.path.dirname(os.path.abspath(__file__)),
+            cwd=REPO,
         )
     except (OSError, subprocess.SubprocessError):
         return None

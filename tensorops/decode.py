@@ -95,7 +95,7 @@ def decode_resized_crop_mirror_normalize(
             of its size in the DCT domain (libjpeg's fast scalings; the smallest at which its box still covers
             ``size``), then its box, divided likewise, is resampled. It pays where boxes are at least twice the
             output (2-12 MP photos); the result differs from the exact path by the DCT scaling's averaging
-            (``benchmarks/decode.py``'s 2-12 MP rows report the PSNR and the largest difference in their notes).
+            (``benchmarks/ops/decode.py``'s 2-12 MP rows report the PSNR and the largest difference in their notes).
             A progressive JPEG at 1/8 is decoded without the AC scans its luma (or 4:4:4) blocks never read
             there, with the whole file's values: most of its entropy decoding is skipped, and damage inside the
             skipped scans goes unnoticed.

@@ -1,6 +1,6 @@
 """The one table of tensorops' public ops and what each supports.
 
-The tests (bad-input catalogue, properties, concurrency), ``benchmarks/sanitize_ops.py`` and the benchmark
+The tests (bad-input catalogue, properties, concurrency), ``benchmarks/sanitizers/sanitize_ops.py`` and the benchmark
 harness read this table instead of keeping lists of their own, so a new op joins all of them by adding one
 ``OpInfo`` row here (docs/guides/development.rst, "Adding an op").
 """
@@ -16,10 +16,11 @@ class OpInfo:
     """One public op: ``<module>.<name>`` (``tensorops.<name>`` unless ``module`` says otherwise), a drop-in for
     ``torch_name``.
 
-    ``family``: the op family; its benchmark cases live in ``benchmarks/<bench>.py`` and its kernels in
+    ``family``: the op family; its benchmark is the module ``benchmarks.<bench>`` (its cases in
+    ``benchmarks/ops/<bench>.py``; augment's runner in ``benchmarks/images/``) and its kernels in
     ``csrc/cpu``/``csrc/cuda`` files of that family. ``schemas``: the ``torch.ops.tensorops`` ops the function
     calls (their CPU and CUDA kernels are what the "kernel ran" tests look for in the profiler). ``harness``:
-    ``benchmarks/<bench>.py`` gives the benchmark harness its rows (``cases(device, grid)``); False where that
+    ``benchmarks/ops/<bench>.py`` gives the benchmark harness its rows (``cases(device, grid)``); False where that
     module is a runner of its own (augment: torchvision per image vs batch vs kornia), which the harness skips.
     Names are unique across modules (the tests, the catalogue and the sanitizer key on them).
     """
@@ -41,7 +42,7 @@ class OpInfo:
     inplace: bool = False  # writes its input
     tensor_list: bool = False  # takes (or gives) a list of tensors (clamp and clamp_: as well as a tensor)
     module: str = "tensorops"  # the public module that exports it (tensorops.augment's ops stay in their module)
-    harness: bool = True  # benchmarks/<bench>.py has harness rows (see above)
+    harness: bool = True  # benchmarks/ops/<bench>.py has harness rows (see above)
 
     @property
     def function(self):
@@ -55,7 +56,7 @@ class OpInfo:
 
 def _augment(name: str, schema: str = "augment_apply", torch_name: str = "") -> OpInfo:
     """A tensorops.augment op: uint8 in and out (no derivatives, no vmap), its own benchmark runner
-    (benchmarks/augment.py), torch.compile through the fake kernels of tensorops/_augment_ops.py."""
+    (benchmarks/images/augment.py), torch.compile through the fake kernels of tensorops/_augment_ops.py."""
     return OpInfo(name, torch_name or f"torchvision.transforms.v2.functional.{name}", "augment", "augment", (schema,),
                   autograd=False, forward_ad=False, vmap=False, module="tensorops.augment", harness=False)
 

@@ -1,4 +1,4 @@
-"""tensorops.augment's CUDA kernels on a GPU (the `cuda` marker: benchmarks/gpu_check.sh runs them): each op's
+"""tensorops.augment's CUDA kernels on a GPU (the `cuda` marker: benchmarks/gpu/gpu_check.sh runs them): each op's
 CUDA result against the CPU kernel's and against torchvision v2 on the same CUDA images, sample by sample. The
 kernels already ran on the emulated device (tests/emulated/test_emu_augment.py); here the real device's float32
 arithmetic (nvcc's intrinsics, no contraction) and torch's CUDA kernels meet.

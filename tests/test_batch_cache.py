@@ -317,7 +317,7 @@ def test_threads_allocating_at_once_get_their_own_batches():
 
 
 def test_dataloader_workers_forked_in_later_epochs_do_not_hold_the_main_processs_blocks(tmp_path):
-    # benchmarks/batch_cache_rss.py on a small run (2 workers, 2 batches an epoch): from the second epoch on the
+    # benchmarks/pipelines/batch_cache_rss.py on a small run (2 workers, 2 batches an epoch): from the second epoch on the
     # workers are forked from a main process whose cache holds its float batches' blocks (18.4 MiB each); they
     # used to map them all (RssAnon +37 MiB per worker), now they unmap them at fork
     r = subprocess.run([sys.executable, "-m", "benchmarks.batch_cache_rss", "--epochs", "2", "--workers", "2",

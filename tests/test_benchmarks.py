@@ -2,10 +2,11 @@
 
 * the harness on a tiny grid: JSON rows with every key and positive times, the table, the plot;
 * the rows come from tensorops.registry (a row for an op it does not list is an error); the grids hold the
-  issues' performance-floor cases; no import circle among benchmarks/*.py;
-* benchmarks/sanitize_ops.py's calls, on the CPU kernels;
-* benchmarks/gpu_summary.py on a synthetic junit XML, sanitizer logs and benchmark JSON;
-* (benchmarks/gpu_check.sh itself: tests/test_gpu_check.py).
+  issues' performance-floor cases; no import circle among the benchmarks modules; each module has one name
+  (``benchmarks.<module>``, whichever room holds it);
+* benchmarks/sanitizers/sanitize_ops.py's calls, on the CPU kernels;
+* benchmarks/gpu/gpu_summary.py on a synthetic junit XML, sanitizer logs and benchmark JSON;
+* (benchmarks/gpu/gpu_check.sh itself: tests/test_gpu_check.py).
 """
 from __future__ import annotations
 
@@ -25,9 +26,10 @@ import tensorops
 
 REPO = Path(__file__).resolve().parent.parent
 try:  # `benchmarks` is not installed with the package: import it from the checkout
-    import benchmarks  # noqa: F401
+    import benchmarks
 except ImportError:
     sys.path.append(str(REPO))
+    import benchmarks
 
 from benchmarks import gpu_summary, harness, report, sanitize_ops, timing  # noqa: E402
 from benchmarks import __main__ as cli  # noqa: E402
@@ -222,7 +224,7 @@ def test_grids_are_well_formed(grid):
     for device in (CPU, torch.device("cuda")):
         for bench in registry.benchmark_modules():
             cases = harness.module_cases(bench, device, grid)
-            assert cases, f"benchmarks/{bench}.py has no rows in the {grid} grid"
+            assert cases, f"benchmarks/ops/{bench}.py has no rows in the {grid} grid"
             keys = [(c.op, c.series, c.shape, c.dtype, c.layout) for c in cases]
             assert len(keys) == len(set(keys)), "duplicate rows"
             # None: the row's Bench counts its bytes once its inputs exist (test below)
@@ -431,10 +433,20 @@ def _imports(path: Path):
     return out
 
 
+def module_files():
+    """benchmarks module name -> its file, in the package's directory or one of its rooms (``benchmarks.ROOMS``)."""
+    files = {}
+    for folder in [REPO / "benchmarks"] + [REPO / "benchmarks" / room for room in benchmarks.ROOMS]:
+        for p in folder.glob("*.py"):
+            assert p.stem not in files, f"two modules named benchmarks.{p.stem}: {files[p.stem]} and {p}"
+            files[p.stem] = p
+    return files
+
+
 def import_graph():
-    """benchmarks/*.py module -> the benchmarks modules it imports, with the runners' imports by name
+    """benchmarks module -> the benchmarks modules it imports, with the runners' imports by name
     (harness imports every registry bench module, sanitize_ops every sanitize_<family> module)."""
-    files = {p.stem: p for p in (REPO / "benchmarks").glob("*.py")}
+    files = module_files()
     graph = {name: _imports(path) & set(files) for name, path in files.items()}
     graph["harness"] |= set(registry.benchmark_modules())
     graph["sanitize_ops"] |= {f"sanitize_{f}" for f in registry.families()}
@@ -473,6 +485,25 @@ def test_no_import_circle_in_benchmarks():
     # the finder finds one: a family module importing the runner back
     assert find_cycle({**graph, "normalize": graph["normalize"] | {"harness"}}) is not None
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+
+
+def test_each_benchmarks_module_has_one_name_whichever_room_holds_it():
+    # the rooms are directories on benchmarks.__path__, not subpackages: benchmarks.isa is found in benchmarks/images/
+    files = module_files()
+    rooms = [REPO / "benchmarks" / room for room in benchmarks.ROOMS]
+    assert all(room.is_dir() and not (room / "__init__.py").exists() for room in rooms), "a room is no subpackage"
+    assert not set(benchmarks.ROOMS) & set(files), "a room named like a module"
+    on_disk = {p.name for p in (REPO / "benchmarks").iterdir() if p.is_dir()} - {"results", "__pycache__"}
+    assert on_disk == set(benchmarks.ROOMS), "a directory of benchmarks/ that is not in benchmarks.ROOMS"
+    for name, path in files.items():
+        spec = importlib.util.find_spec(f"benchmarks.{name}")
+        assert spec is not None and Path(spec.origin) == path, name
+    for path in files.values():  # nothing imports through a room's name (that would be a second copy)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else (
+                [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            for n in names:
+                assert n.split(".")[:2] not in [["benchmarks", room] for room in benchmarks.ROOMS], (path, n)
 
 
 def test_cli_smoke_writes_files(tmp_path):
@@ -747,7 +778,7 @@ def test_pipeline_runs_every_path_on_a_few_files(tmp_path, monkeypatch, capsys):
     assert {(r["mode"], r["path"]) for r in data["loader"]} == {(m, k) for m in ("train", "eval")
                                                                  for k in pipeline.PATHS}
     assert all(r["images_per_s"] > 0 for r in data["loader"])
-    assert data["resize_only"]["Pillow"]["ms_per_image"] > 0  # benchmarks/pil_resize.py under this Python
+    assert data["resize_only"]["Pillow"]["ms_per_image"] > 0  # benchmarks/pipelines/pil_resize.py under this Python
     assert "no-such-python" in data["resize_only"]["Pillow-SIMD"]["skipped"]  # skipped, saying why
     text = capsys.readouterr().out
     assert "| train | 0 |" in text and "Pillow-SIMD: skipped" in text

@@ -1,4 +1,4 @@
-"""benchmarks/gpu_check.sh's plumbing, tested without a GPU and (mostly) without compiling anything: argument
+"""benchmarks/gpu/gpu_check.sh's plumbing, tested without a GPU and (mostly) without compiling anything: argument
 handling, one global deadline every step respects, every step running after a failed one, summary.json rewritten
 after every step and after a SIGTERM, the build command (this GPU's arch only, MAX_JOBS, in place) and the
 sanitizer steps, against a stand-in repository whose setup.py only records how it was called. The real
@@ -21,7 +21,7 @@ import pytest
 import torch
 
 REPO = Path(__file__).resolve().parent.parent
-SCRIPT = REPO / "benchmarks" / "gpu_check.sh"
+SCRIPT = REPO / "benchmarks" / "gpu" / "gpu_check.sh"
 
 
 def _env(env_extra=None, path_prepend=None):
@@ -79,16 +79,16 @@ with open("tensorops/__init__.py", "w") as f:
 def fake_repo(tmp_path):
     """A checkout whose setup.py only records how it was called, with the real script and summarizer."""
     repo = tmp_path / "repo"
-    (repo / "benchmarks").mkdir(parents=True)
-    shutil.copy(SCRIPT, repo / "benchmarks" / "gpu_check.sh")
-    shutil.copy(REPO / "benchmarks" / "gpu_summary.py", repo / "benchmarks" / "gpu_summary.py")
-    (repo / "benchmarks" / "__init__.py").write_text("")
+    (repo / "benchmarks" / "gpu").mkdir(parents=True)
+    shutil.copy(SCRIPT, repo / "benchmarks" / "gpu" / "gpu_check.sh")
+    shutil.copy(REPO / "benchmarks" / "gpu" / "gpu_summary.py", repo / "benchmarks" / "gpu" / "gpu_summary.py")
+    shutil.copy(REPO / "benchmarks" / "__init__.py", repo / "benchmarks" / "__init__.py")  # the rooms' __path__
     (repo / "setup.py").write_text(textwrap.dedent(FAKE_SETUP))
     return repo
 
 
 def _fake_script(repo: Path) -> Path:
-    return repo / "benchmarks" / "gpu_check.sh"
+    return repo / "benchmarks" / "gpu" / "gpu_check.sh"
 
 
 # ---- arguments ---------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The `cuda` marker selects every GPU test: `pytest -m cuda` (what benchmarks/gpu_check.sh runs) must not miss
+"""The `cuda` marker selects every GPU test: `pytest -m cuda` (what benchmarks/gpu/gpu_check.sh runs) must not miss
 one, and the marker must not sit on tests that run without a GPU."""
 from __future__ import annotations
 

@@ -253,7 +253,7 @@ def test_table_is_consistent():
     assert len(OPS) == len(set(OPS)) and all(name == op.name for name, op in OPS.items())
     assert set(families()) == {op.family for op in OPS.values()}
     for module in benchmark_modules():
-        assert (ROOT / "benchmarks" / f"{module}.py").is_file(), f"benchmarks/{module}.py is missing"
+        assert (ROOT / "benchmarks" / "ops" / f"{module}.py").is_file(), f"benchmarks/ops/{module}.py is missing"
     # a runner of its own (harness=False) is not a harness module (its own tests are in tests/test_benchmarks.py)
     assert not {op.bench for op in OPS.values() if not op.harness} & set(benchmark_modules())
     for op in OPS.values():

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import statistics
 import sys
 import time
@@ -35,6 +34,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 
 import torch
 
+from benchmarks import LOCAL_RESULTS
 from benchmarks.case import photo_like, real_photos
 from benchmarks.load import DEFAULT_LIMIT_S, BusyLoad, save_json
 from benchmarks.machine import machine_info
@@ -155,7 +155,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
     p.add_argument("--load", type=int, default=0, metavar="N", help="N busy background processes (benchmarks/load.py)")
     p.add_argument("--load-limit", type=float, default=DEFAULT_LIMIT_S, metavar="S")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "local"),
+    p.add_argument("--out", default=LOCAL_RESULTS,
                    help="default benchmarks/results/local/ (ignored by git); --out benchmarks/results publishes")
     args = p.parse_args(argv)
     if args.rounds < 1 or args.load < 0:

@@ -55,6 +55,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
+from benchmarks import LOCAL_RESULTS
 from benchmarks import augment as bench_augment
 from benchmarks.case import real_photos
 from benchmarks.load import DEFAULT_LIMIT_S, ActivityWatch, BusyLoad, save_json
@@ -357,7 +358,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--epoch", type=int, default=None, metavar="IMAGES")
     p.add_argument("--load", type=int, default=0, metavar="N", help="N busy background processes (benchmarks/load.py)")
     p.add_argument("--load-limit", type=float, default=DEFAULT_LIMIT_S, metavar="S")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "local"),
+    p.add_argument("--out", default=LOCAL_RESULTS,
                    help="default benchmarks/results/local/ (ignored by git); --out benchmarks/results publishes")
     args = p.parse_args(argv)
     recipes = [r.strip() for r in args.recipes.split(",") if r.strip()]

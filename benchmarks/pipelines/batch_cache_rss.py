@@ -15,7 +15,7 @@ memory the pipeline holds). Synthetic images (random uint8, 256-400 px): the pix
 sizes. Runs in about 20 s on 2 cores::
 
     python -m benchmarks.batch_cache_rss --out benchmarks/results        # writes batch_cache_rss.json
-    PYTHONPATH=/path/to/other/checkout python benchmarks/batch_cache_rss.py --label before --out /tmp/x
+    PYTHONPATH=/path/to/other/checkout python benchmarks/pipelines/batch_cache_rss.py --label before --out /tmp/x
 
 ``--label`` names the run in the JSON's file name (``batch_cache_rss_<label>.json``), for a run of another build.
 """
@@ -139,7 +139,10 @@ def main(argv=None) -> int:
     p.add_argument("--batches-per-worker", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--label", default="", help="suffix of the JSON's name: batch_cache_rss_<label>.json")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "local"))
+    # benchmarks/results/local/ from this file (benchmarks/pipelines/): it runs by path too, beside another
+    # checkout's benchmarks package (PYTHONPATH above), so it imports no benchmarks module, not even LOCAL_RESULTS
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p.add_argument("--out", default=os.path.join(package, "results", "local"))
     args = p.parse_args(argv)
     torch.manual_seed(0)
     result = measure(args.epochs, args.workers, args.batches_per_worker, args.batch_size)

@@ -10,7 +10,7 @@ the CUDA tests). Each result is also checked against native torch, so a kernel t
 faulting still fails here.
 
 The ops are tensorops.registry's: op ``<name>`` of family ``<family>`` is ``run_<name>(device)`` in
-benchmarks/sanitize_<family>.py (a registry op without one is an error, not a skip).
+benchmarks/sanitizers/sanitize_<family>.py (a registry op without one is an error, not a skip).
 
 Run it under ``PYTORCH_NO_CUDA_MEMORY_CACHING=1`` (gpu_check.sh does): then every tensor is its own allocation
 and memcheck sees an access one past a tensor's end, which the caching allocator would otherwise hide.
@@ -34,7 +34,7 @@ __all__ = ["CALLS", "main", "runner"]
 
 
 def runner(op: str) -> Callable[[torch.device], None]:
-    """``run_<op>`` of benchmarks/sanitize_<family>.py for registry op ``op``."""
+    """``run_<op>`` of benchmarks/sanitizers/sanitize_<family>.py for registry op ``op``."""
     info = registry.OPS[op]
     module = importlib.import_module(f"benchmarks.sanitize_{info.family}")
     fn = getattr(module, f"run_{op}", None)

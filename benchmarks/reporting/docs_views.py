@@ -7,9 +7,10 @@ import json
 import os
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from benchmarks import REPO
 from benchmarks.report import fmt_ratio, fmt_time, markdown_table
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = REPO  # the checkout: README.md, docs/ and benchmarks/results/ are read from here
 
 
 def load(path: str) -> Dict[str, Any]:
@@ -70,7 +71,7 @@ def view_vs_torchvision(path: str, result: Dict[str, Any]) -> Table:
 
 def view_decode(path: str, result: Dict[str, Any]) -> Table:
     """decode_resized_crop_mirror_normalize rows: each paired path's time and its time over the op's (the
-    per-round medians of benchmarks/decode.py's paired columns), torchvision v2 first."""
+    per-round medians of benchmarks/ops/decode.py's paired columns), torchvision v2 first."""
     paired = ("decode_jpeg + tensorops resize", "PIL + tensorops resize", "DALI CPU", "tensorops reduced_scale")
     rows = []
     for r in vs_torchvision(result["rows"]):

@@ -1,4 +1,4 @@
-"""What the sanitizer calls (benchmarks/sanitize_<family>.py, run by sanitize_ops.py) share: the call log, the
+"""What the sanitizer calls (benchmarks/sanitizers/sanitize_<family>.py, run by sanitize_ops.py) share: the call log, the
 comparison with native torch, and awkward inputs."""
 from __future__ import annotations
 

@@ -34,13 +34,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
-import os
 import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 
+from benchmarks import LOCAL_RESULTS
 from benchmarks.augment_columns import kornia_modules, statements, tensorops_augment
 from benchmarks.augment_rows import (  # noqa: F401  (REAL, SYNTH, image_batch, policies: importable from here)
     GRID, KORNIA, REAL, SETS, SYNTH, TOPS, TV_BATCH, TV_IMAGE, draws, image_batch, policies, row_names, select)
@@ -148,7 +148,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--rounds", type=int, default=None, help="interleaved rounds (overrides the grid's)")
     p.add_argument("--load", type=int, default=0, metavar="N", help="N busy background processes (benchmarks/load.py)")
     p.add_argument("--load-limit", type=float, default=DEFAULT_LIMIT_S, metavar="S")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "local"),
+    p.add_argument("--out", default=LOCAL_RESULTS,
                    help="default benchmarks/results/local/ (ignored by git); --out benchmarks/results publishes")
     p.add_argument("--tag", default="", help="appended to the file name (a part of a run: see --merge)")
     p.add_argument("--merge", nargs="+", metavar="JSON", default=None,

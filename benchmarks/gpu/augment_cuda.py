@@ -1,4 +1,4 @@
-"""tensorops.augment's policies on a CUDA batch, for benchmarks/gpu_check.sh: each policy on the device (the
+"""tensorops.augment's policies on a CUDA batch, for benchmarks/gpu/gpu_check.sh: each policy on the device (the
 NormalizingLoader's ``augment=`` path) against torchvision v2 per image and on the batch, on the same device,
 interleaved rounds (benchmarks.timing). Each row also replays the draws on the CPU kernels and records whether the
 device's output equals them (``check``: contrast's mean may round apart on CUDA, docs/guides/fidelity.rst).
@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, List
 
 import torch
 
+from benchmarks import LOCAL_RESULTS
 from benchmarks.timing import measure_interleaved
 
 
@@ -82,7 +83,7 @@ def run(device: str, n: int, size: int, rounds: int, min_run_time: float) -> Lis
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="cuda")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "local"))
+    p.add_argument("--out", default=LOCAL_RESULTS)
     p.add_argument("--smoke", action="store_true", help="4 tiny images, 1 round (seconds)")
     a = p.parse_args(argv)
     n, size, rounds, t = (4, 32, 1, 0.01) if a.smoke else (64, 224, 3, 0.15)

@@ -19,12 +19,12 @@ Times are medians over interleaved rounds with their spread; ``per_image_ms`` di
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any, Dict, List, Optional
 
 import torch
 
+from benchmarks import LOCAL_RESULTS
 from benchmarks.load import DEFAULT_LIMIT_S, ActivityWatch, BusyLoad, save_json
 from benchmarks.machine import machine_info
 from benchmarks.timing import measure_interleaved, spread
@@ -86,7 +86,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--min-run-time", type=float, default=1.0)
     p.add_argument("--load", type=int, default=0, metavar="N", help="N busy background processes")
     p.add_argument("--load-limit", type=float, default=DEFAULT_LIMIT_S, metavar="S")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "local"),
+    p.add_argument("--out", default=LOCAL_RESULTS,
                    help="default benchmarks/results/local/ (ignored by git); --out benchmarks/results publishes")
     args = p.parse_args(argv)
     threads = torch.get_num_threads()

@@ -1,6 +1,6 @@
 """The CPU builds side by side: each of tensorops' CPU builds (AVX-512 where the CPU has it, AVX2, baseline) on the
 same augmentation and resize rows, with torchvision v2 per image on torch's own kernels of the same level, and
-albumentations and DALI's CPU operators where they are installed (benchmarks/peers.py says what each runs).
+albumentations and DALI's CPU operators where they are installed (benchmarks/images/peers.py says what each runs).
 
     python -m benchmarks.isa                  # 1 thread, 32 real photos at 224; results/local/isa.json
     python -m benchmarks.isa --load 2         # with 2 busy background processes
@@ -29,6 +29,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
+from benchmarks import LOCAL_RESULTS
 from benchmarks.load import DEFAULT_LIMIT_S, ActivityWatch, BusyLoad, save_json
 from benchmarks.machine import machine_info
 from benchmarks.peers import opencv_isa_env
@@ -147,7 +148,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--images", type=int, default=N, help="images per batch (default 32)")
     p.add_argument("--side", type=int, default=SIDE, help="the batch's side and the resize's output (default 224)")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "local"),
+    p.add_argument("--out", default=LOCAL_RESULTS,
                    help="default benchmarks/results/local/ (ignored by git); --out benchmarks/results publishes")
     args = p.parse_args(argv)
     if args.child:

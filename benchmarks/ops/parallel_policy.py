@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
+from benchmarks import RESULTS
 from benchmarks.load import BusyLoad, save_json
 
 SIZES_BYTES = [2**k for k in range(16, 27)]  # 64 KB ... 64 MB of traffic (half read, half written)
@@ -97,7 +98,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.parallel_policy", description=__doc__.split("\n\n")[0])
     p.add_argument("--load", type=int, default=0, metavar="N", help="busy background processes while measuring")
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--out", default=RESULTS)
     args = p.parse_args(argv)
     r = measure(args.load, args.rounds)
     for s in r["sweep"]:

@@ -12,7 +12,7 @@
 #              rows it finished (meta.partial says so); then python -m benchmarks.augment_cuda (the augment policies on
 #              the device vs torchvision v2 there, 60 s at most) -> OUTDIR/bench_augment_cuda.json
 #   memcheck, racecheck
-#              compute-sanitizer over benchmarks/sanitize_ops.py (every kernel), when the sanitizer works on this
+#              compute-sanitizer over benchmarks/sanitizers/sanitize_ops.py (every kernel), when the sanitizer works on this
 #              machine (else recorded as unavailable). Each has a fixed share of the deadline (SHARE_PCT: 15% and
 #              10%), reserved from the start; sanitize_ops stops starting ops when its share runs out, and the step
 #              is then recorded as partial (the ops not run named), or as skipped, with the reason, when too little
@@ -91,7 +91,7 @@ for s in $STEPS; do
 done
 
 PYTHON="${PYTHON:-python3}"
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"  # benchmarks/gpu/ -> the checkout
 mkdir -p "$OUTDIR" || exit 1
 OUTDIR="$(cd "$OUTDIR" && pwd)"
 cd "$REPO" || exit 1

@@ -1,10 +1,10 @@
 """Pillow's resize of one box per image to 224x224 (bilinear, antialiased as Pillow always is), timed per image.
 
 Runs under any Python with Pillow (or Pillow-SIMD, which cannot share an environment with Pillow) and numpy, and
-nothing else: no torch, no benchmarks imports. ``benchmarks/pipeline.py`` runs it with its own interpreter and
+nothing else: no torch, no benchmarks imports. ``benchmarks/pipelines/pipeline.py`` runs it with its own interpreter and
 with ``$TENSOROPS_PILLOW_SIMD_PYTHON``, and reads the one JSON line it prints.
 
-    python benchmarks/pil_resize.py --boxes boxes.json --rounds 5   # boxes.json: {"files": [...], "boxes": [[t, l, h, w], ...]}
+    python benchmarks/pipelines/pil_resize.py --boxes boxes.json --rounds 5   # boxes.json: {"files": [...], "boxes": [[t, l, h, w], ...]}
 """
 from __future__ import annotations
 

@@ -28,17 +28,18 @@ Also timed, on one torch thread (as in a DataLoader worker), in the main process
 * decode alone (``decode_jpeg(read_file)`` and PIL open + convert), and its share of the workers=0 time;
 * after decode: the transforms + collate of already-decoded images, per image;
 * resize only: one box per image to 224x224 uint8: ``torchvision...resized_crop`` per image, tensorops with
-  ``dtype=torch.uint8``, and Pillow's ``img.resize(box=...)`` (benchmarks/pil_resize.py) with this interpreter's
+  ``dtype=torch.uint8``, and Pillow's ``img.resize(box=...)`` (benchmarks/pipelines/pil_resize.py) with this interpreter's
   Pillow and, when ``$TENSOROPS_PILLOW_SIMD_PYTHON`` names a Python with Pillow-SIMD (it cannot share an
   environment with Pillow), with Pillow-SIMD.
 
 Output: the tables (markdown) and ``results/pipeline_<grid>[_loadN].json`` / ``.md``. The pipelines themselves are in
-``benchmarks/pipeline_paths.py``.
+``benchmarks/pipelines/pipeline_paths.py``.
 """
 from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import json
 import os
 import statistics
@@ -50,6 +51,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 
+from benchmarks import LOCAL_RESULTS
 from benchmarks.load import DEFAULT_LIMIT_S, BusyLoad, save_json
 from benchmarks.machine import machine_info
 from benchmarks.pipeline_paths import (  # the pipelines (a)-(f) and what they read
@@ -170,7 +172,7 @@ def time_resize_only(paths: Sequence[str], rounds: int, workdir: str, say: Calla
     spec = os.path.join(workdir, "boxes.json")
     with open(spec, "w", encoding="utf-8") as f:
         json.dump({"files": list(paths), "boxes": [list(b) for b in ints]}, f)
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pil_resize.py")
+    script = importlib.util.find_spec("benchmarks.pil_resize").origin  # run by path: it imports neither torch nor us
     pythons = [("Pillow", sys.executable)]
     simd = os.environ.get(SIMD_ENV)
     if simd and os.path.exists(simd):
@@ -266,7 +268,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--workers", default="0,2", help="num_workers values, comma-separated (default 0,2)")
     p.add_argument("--load", type=int, default=0, metavar="N", help="N busy background processes (benchmarks/load.py)")
     p.add_argument("--load-limit", type=float, default=DEFAULT_LIMIT_S, metavar="S")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "local"),
+    p.add_argument("--out", default=LOCAL_RESULTS,
                    help="default benchmarks/results/local/ (ignored by git); --out benchmarks/results publishes")
     args = p.parse_args(argv)
     grid = "quick" if args.quick else "full"

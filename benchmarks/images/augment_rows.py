@@ -1,5 +1,5 @@
 """benchmarks.augment's inputs and rows: the image batches (real photographs, photo-like), the per-sample draws,
-the functional ops and the policies a row times, and the column names (benchmarks/augment.py says what each
+the functional ops and the policies a row times, and the column names (benchmarks/images/augment.py says what each
 column runs)."""
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ sizes, quality 90, 4:2:0; skipped, saying so, without scikit-image); ``python -m
 measures your files.
 Without torchvision (the Quickstart's bare install) the rows "vs torch-native" time what a user writes with
 Pillow (a dependency) and torch alone, per image: ``Image.open`` + ``convert("RGB")`` + ``numpy.asarray`` as a
-tensor, then the torch-native resize of benchmarks/resized_crop_mirror_normalize.py (``F.interpolate`` with
+tensor, then the torch-native resize of benchmarks/ops/resized_crop_mirror_normalize.py (``F.interpolate`` with
 antialias, flip, arithmetic) and ``torch.stack``.
 Bytes moved: the files read once and the float batch written once.
 """

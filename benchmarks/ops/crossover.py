@@ -21,9 +21,9 @@ from typing import Any, Dict, List
 
 import torch
 
+from benchmarks import REPO, RESULTS
 from benchmarks.load import BusyLoad, save_json
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADER = os.path.join(REPO, "csrc", "include", "tensorops", "crossover.h")
 SIDES = [4, 6, 8, 12, 16, 24, 32, 48, 64]  # (1, 3, s, s): 48 ... 12,288 elements
 KINDS = ("clamp_scalar", "clamp", "clamp_grad")
@@ -121,7 +121,7 @@ def main(argv=None) -> int:
     p.add_argument("--load", type=int, default=0, metavar="N")
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--write", action="store_true", help="regenerate csrc/include/tensorops/crossover.h")
-    p.add_argument("--out", default=os.path.join(REPO, "benchmarks", "results"))
+    p.add_argument("--out", default=RESULTS)
     args = p.parse_args(argv)
     from benchmarks.machine import cpu_model
 
