@@ -116,6 +116,15 @@ def test_script_help():
     assert r.returncode == 0 and "usage:" in r.stdout and "--dry-run" in r.stdout and "memcheck" in r.stdout
 
 
+def test_the_documented_path_runs_the_script_from_anywhere(tmp_path):
+    # benchmarks/gpu_check.sh OUTDIR, as the README and a GPU session call it: the script, from any directory
+    wrapper = REPO / "benchmarks" / "gpu_check.sh"
+    r = subprocess.run(["bash", str(wrapper), "--help"], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert r.returncode == 0 and r.stdout == _run_script(["--help"]).stdout
+    r = subprocess.run(["bash", str(wrapper)], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert r.returncode == 2 and not any(tmp_path.iterdir())
+
+
 # ---- build ---------------------------------------------------------------------------------------------------------
 def test_build_for_the_local_gpu_arch_in_place(fake_repo, tmp_path):
     fake = _fake_bin(tmp_path, "nvidia-smi", GPU_ARCH_90)

@@ -192,12 +192,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 def _write(result: Dict[str, Any], out: str, name: str, load: int) -> int:
     from benchmarks import docs_tables
 
-    path = save_json(out, name, load, result)
-    text = docs_tables.markdown(*docs_tables.view_augment(path, result))
-    with open(path[:-5] + ".md", "w", encoding="utf-8") as f:
-        f.write(docs_tables.describe(path, result) + "\n\n" + text)
-    print(text)
-    print(f"json: {path}\nmd: {path[:-5] + '.md'}")
+    docs_tables.write_beside(save_json(out, name, load, result), result, docs_tables.view_augment)
     return 0
 
 

@@ -377,11 +377,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     path = save_json(args.out, name, args.load, result)
     from benchmarks import docs_tables, docs_views
 
-    text = docs_tables.markdown(*docs_views.view_recipes(path, result))
-    with open(path[:-5] + ".md", "w", encoding="utf-8") as f:
-        f.write(docs_views.describe(path, result) + "\n\n" + text)
-    print(text)
-    print(f"json: {path}\nmd: {path[:-5] + '.md'}")
+    docs_tables.write_beside(path, result, docs_views.view_recipes)
     return 0
 
 

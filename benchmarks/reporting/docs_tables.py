@@ -62,6 +62,17 @@ def markdown(header: List[str], rows: List[List[str]]) -> str:
     return "\n".join(out) + "\n"
 
 
+def write_beside(path: str, result: dict, view) -> str:
+    """A results file's table as markdown in ``<path>.md`` beside its JSON (the run's line first), printed with
+    both paths: what a benchmark's main does after save_json. Returns the table."""
+    text = markdown(*view(path, result))
+    with open(path[:-5] + ".md", "w", encoding="utf-8") as f:
+        f.write(describe(path, result) + "\n\n" + text)
+    print(text)
+    print(f"json: {path}\nmd: {path[:-5] + '.md'}")
+    return text
+
+
 def rst(header: List[str], rows: List[List[str]]) -> str:
     """A ``csv-table``: one line a row (a ``list-table`` took a line a cell: 11 lines a row of the ops table).
     A lone "-" (no value) is written "–": alone in a cell, rST reads "-" as an empty bullet list."""
