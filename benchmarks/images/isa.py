@@ -48,7 +48,7 @@ def magnitudes(n: int, side: int) -> Dict[str, torch.Tensor]:
         return lo + (hi - lo) * torch.rand(n, generator=g, dtype=torch.float64)
 
     m = {k: u(0.5, 1.5) for k in ("brightness", "contrast", "saturation", "sharpness")}
-    m.update(hue=u(-0.2, 0.2), angle=u(-30, 30), shear=u(-17, 17), rotate=torch.zeros(n, dtype=torch.float64),
+    m.update(hue=u(-0.2, 0.2), angle=u(-30, 30), shear=u(-17, 17),
              bits=torch.randint(4, 9, (n,), generator=g), threshold=u(0, 256).floor())
     area = u(0.02, 0.33) * side * side
     ratio = torch.exp(u(math.log(0.3), math.log(3.3)))

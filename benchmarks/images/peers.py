@@ -55,8 +55,8 @@ def albumentations_rows(batch: torch.Tensor, m: Dict[str, torch.Tensor]) -> Rows
     cv2.setNumThreads(1)
     images = [x.numpy() for x in batch.permute(0, 2, 3, 1).contiguous()]
     h, w = images[0].shape[:2]
-    mats = {k: [_cv_matrix(float(a), sh, w, h) for a, sh in zip(m["angle"], m[k].tolist())]
-            for k in ("rotate", "shear")}
+    mats = {"rotate": [_cv_matrix(a, 0.0, w, h) for a in m["angle"].tolist()],
+            "shear": [_cv_matrix(0.0, sh, w, h) for sh in m["shear"].tolist()]}
 
     def each(f: Callable[[Any, Any], Any], params: Any) -> Callable[[], Any]:
         return lambda: [f(x, p) for x, p in zip(images, params)]
