@@ -2,11 +2,10 @@
 ``tests/_presets.py``, a faithful copy of the references' composition: every transform object in them is
 torchvision's own, constructed with the reference's arguments) and timm's ``create_transform`` (timm builds it).
 
-* Deterministic paths (evaluation, tensor backend): the fused resampling pass rounds once where torchvision's
-  uint8 resize rounds after each of its two separable passes (docs/guides/fidelity.rst:
-  resized_crop_mirror_normalize), so an image is within 1 uint8 step of the user's pipeline (about 17% of the
-  pixels are 1 step off, measured here on photo-like images), and the normalize within 1e-6 of ToDtype +
-  Normalize; bit identity there needs a kernel that rounds between passes, which this change does not make.
+* Deterministic paths (evaluation): bit-identical to default_collate of the user's pipeline, on either backend
+  (``exact=True``, the default: the user's Resize and CenterCrop per image, their conversion and Normalize on the
+  batch). With ``exact=False`` the fused resampling pass rounds once where torchvision's uint8 resize rounds
+  after each of its two separable passes: within 1 uint8 step (docs/guides/fidelity.rst).
   The steps after the resize (the twins, the erasing, the mixing) are bit-identical when replayed.
 * Random paths: every draw has the user's distribution (two-sample Kolmogorov-Smirnov and binomial tests at a
   fixed seed, level 0.001; with 4000 draws a side the KS test detects a CDF gap of 0.06 with power > 0.99, and the
@@ -71,43 +70,88 @@ def _binomial_ok(k, n, p, alpha=1e-3):
 
 # ---- evaluation: bit-identical ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("use_v2", [True, False])
-def test_eval_preset_tensor_backend_is_within_one_step(use_v2):
-    preset = ClassificationPresetEval(crop_size=224, resize_size=256, backend="tensor", use_v2=use_v2)
+EVAL_CASES = [(backend, use_v2, interp) for backend in ("tensor", "pil") for use_v2 in (True, False)
+              for interp in ("bilinear", "bicubic")]
+
+
+@pytest.mark.parametrize("backend,use_v2,interp", EVAL_CASES)
+def test_eval_preset_is_bit_identical_to_the_users_batch(backend, use_v2, interp):
+    """exact=True (the default): every batch equals default_collate of the preset's images, bit for bit, on
+    either backend (torch's integer resize on tensors, Pillow's on PIL images) and for PIL images, HWC arrays and
+    CHW tensors (decode_jpeg's layout) as samples."""
+    preset = ClassificationPresetEval(crop_size=224, resize_size=256, backend=backend, use_v2=use_v2,
+                                      interpolation=v2.InterpolationMode(interp))
     collate = _quiet(from_pipeline, preset)
+    assert "exact evaluation" in str(collate.plan)
+    assert collate.fused.direct is not None  # each crop converted in its slot (checked against the transforms)
     images = _pil_images(4)
-    out, labels = collate([(im, k) for k, im in enumerate(images)])
+    expected = torch.stack([preset(im) for im in images])
+    forms = [images, [np.asarray(im) for im in images]]
+    if backend == "tensor":  # the preset's PILToTensor takes PIL images only: tensors are its output's form
+        forms.append([torch.from_numpy(np.array(im)).permute(2, 0, 1) for im in images])
+    for samples in forms:
+        if backend == "pil" and not hasattr(samples[0], "mode"):
+            continue  # the PIL preset's Resize on an array: not an input the user's pipeline takes
+        out, labels = collate([(im, k) for k, im in enumerate(samples)])
+        assert out.dtype == expected.dtype and torch.equal(out, expected)
+        assert labels.tolist() == [0, 1, 2, 3]
+
+
+def test_eval_in_place_conversion_is_checked_against_the_users_transforms():
+    """The in-place ops are used only where they give the user's conversion and Normalize for every uint8 value:
+    told the wrong ones (v1's div for v2's mul: 126 of 256 values differ), the collate runs the transforms as
+    given, and the batch is still the user's."""
+    from tensorops.data.pipeline_collate import ExactEvalCollate
+
+    preset = ClassificationPresetEval(crop_size=64, resize_size=72, backend="tensor", use_v2=True)
+    right = _quiet(from_pipeline, preset).fused
+    assert right.direct[0] == "mul"
+    wrong = ExactEvalCollate(right.head, right.geometry, right.convert, right.normalize,
+                             ("div",) + tuple(right.direct[1:]))
+    assert wrong.direct is None
+    images = _pil_images(3)
+    expected = torch.stack([preset(im) for im in images])
+    for collate in (right, wrong):
+        assert torch.equal(collate([(im, 0) for im in images])[0], expected)
+
+
+def test_eval_exact_false_is_the_fused_resize_within_one_step():
+    """exact=False: the fused resampling pass rounds once where torchvision's uint8 resize rounds after each of
+    its two passes: within 1 step, most pixels equal."""
+    preset = ClassificationPresetEval(crop_size=224, resize_size=256, backend="tensor", use_v2=True)
+    collate = _quiet(from_pipeline, preset, exact=False)
+    assert "Resize + CenterCrop as one box" in str(collate.plan)
+    images = _pil_images(4)
+    out, _ = collate([(im, k) for k, im in enumerate(images)])
     for k, im in enumerate(images):
         steps = _steps(out[k], preset(im))
         assert steps.max() <= 1.001 and (steps > 0.5).double().mean() < 0.25
-    assert labels.tolist() == [0, 1, 2, 3]
-    assert "Resize + CenterCrop as one box" in str(collate.plan)
-
-
-def test_eval_preset_pil_backend_differs_by_pillows_resampling_only():
-    """PIL backend: Pillow resizes, tensorops computes torchvision's tensor resize. The residual difference, on
-    the normalized scale (1 step of uint8 is 1 / (255 * std) ~ 0.017): at most 2 steps, mean under 0.3 step."""
-    preset = ClassificationPresetEval(crop_size=224, backend="pil", use_v2=True)
-    collate = _quiet(from_pipeline, preset)
-    images = _pil_images(3)
-    out, _ = collate([(im, 0) for im in images])
-    std = torch.tensor([0.229, 0.224, 0.225]).view(3, 1, 1)
+    pil = ClassificationPresetEval(crop_size=224, backend="pil", use_v2=True)  # Pillow resizes the user's images
+    out, _ = _quiet(from_pipeline, pil, exact=False)([(im, 0) for im in images])
     for k, im in enumerate(images):
-        steps = ((out[k] - preset(im)) * std * 255).abs()
+        steps = _steps(out[k], pil(im))
         assert steps.max() <= 2.01 and steps.mean() < 0.3
 
 
-def test_timm_eval_matches_timms_resize_within_pillows_rounding():
+@pytest.mark.parametrize("interp", ["bilinear", "bicubic"])
+def test_timm_eval_is_bit_identical(interp):
     td = pytest.importorskip("timm.data", reason="timm is an optional test extra (pip install timm)")
-    t = td.create_transform(224, is_training=False, interpolation="bilinear", crop_pct=0.875)
+    t = td.create_transform(224, is_training=False, interpolation=interp, crop_pct=0.875)
     collate = _quiet(from_pipeline, t)
-    assert collate.fused.resize_size == 256 and collate.fused.interpolation == "bilinear"
     images = _pil_images(3)
     out, _ = collate([(im, 0) for im in images])
-    std = torch.tensor([0.229, 0.224, 0.225]).view(3, 1, 1)
-    for k, im in enumerate(images):
-        steps = ((out[k] - t(im)) * std * 255).abs()
-        assert steps.max() <= 2.01 and steps.mean() < 0.3
+    assert torch.equal(out, torch.stack([t(im) for im in images]))
+    fused = _quiet(from_pipeline, t, exact=False).fused
+    assert fused.resize_size == 256 and fused.interpolation == interp
+
+
+def test_eval_with_other_transforms_after_the_crop_is_fused_and_says_so():
+    pipeline = v2.Compose([v2.Resize(80), v2.CenterCrop(64), v2.PILToTensor(), v2.RandomGrayscale(0.5),
+                           v2.ToDtype(torch.float32, scale=True)])
+    collate = _quiet(from_pipeline, pipeline)
+    assert "the fused resize, within 1 uint8 step" in str(collate.plan)
+    out, _ = collate([(im, 0) for im in _pil_images(2)])
+    assert out.shape == (2, 3, 64, 64)
 
 
 # ---- training: the plan, replays, distributions ----------------------------------------------------------------
@@ -269,10 +313,13 @@ def test_encoded_samples_take_the_fused_decode():
         im.save(buf, format="PNG")
         data.append(buf.getvalue())
     preset = ClassificationPresetEval(crop_size=64, resize_size=72, backend="tensor", use_v2=True)
-    collate = _quiet(from_pipeline, preset)
+    collate = _quiet(from_pipeline, preset, exact=False)
     out, _ = collate([(d, 0) for d in data])
     for k, im in enumerate(images):
         assert _steps(out[k], preset(im)).max() <= 1.001
+    # exact: decoded as ImageFolder's loader decodes them (Pillow, RGB), then the user's transforms
+    out, _ = _quiet(from_pipeline, preset)([(d, 0) for d in data])
+    assert torch.equal(out, torch.stack([preset(im) for im in images]))
 
 
 # ---- timm's create_transform --------------------------------------------------------------------------------------

@@ -16,6 +16,10 @@ How the pipeline is read, transform by transform, in order (``pipeline_plan.Plan
 5. after it, on the float batch: RandomErasing (torchvision's or timm's) as its twin, anything else as given per
    sample; then the batch transform (its twin, else as given on the batch).
 
+An evaluation pipeline (``Resize`` + ``CenterCrop``, then conversions and a ``Normalize``) is instead, with
+``exact=True`` (the default), the user's own transforms up to the crop per image and their conversion and
+Normalize in place in the batch (``pipeline_collate.ExactEvalCollate``): bit for bit the user's batches.
+
 Nothing is dropped or reordered: a transform with no fused form runs in its place, and a later one that was
 fusable but would have to move across it (a flip after it, a Normalize after it) runs as given too. When the
 pipeline does not start with a fusable geometry nothing of the per-image part is fused: each image goes through
@@ -31,7 +35,7 @@ import torch
 from tensorops.data import pipeline_timm as _timm
 from tensorops.data import pipeline_torchvision as _tv
 from tensorops.data.collates import ResizedCropMirrorNormalizeCollate
-from tensorops.data.pipeline_collate import PipelineCollate, RandomInterpolationCollate
+from tensorops.data.pipeline_collate import ExactEvalCollate, PipelineCollate, RandomInterpolationCollate
 from tensorops.data.pipeline_plan import AsGivenBatch, BatchedRandomApply, BatchedRandomChoice, Leaf, PerSample, Plan
 
 __all__ = ["from_pipeline"]
@@ -85,8 +89,8 @@ def _batch_transforms(batch_transform: Any, plan: Plan) -> List[Any]:
 
 
 def from_pipeline(transform: Any, batch_transform: Any = None, *, generator: Optional[torch.Generator] = None,
-                  memory_format: torch.memory_format = torch.contiguous_format, warn: bool = True
-                  ) -> PipelineCollate:
+                  memory_format: torch.memory_format = torch.contiguous_format, warn: bool = True,
+                  exact: bool = True) -> PipelineCollate:
     """The fused batch path for a script's own pipeline, as a DataLoader ``collate_fn``.
 
     Args:
@@ -102,6 +106,12 @@ def from_pipeline(transform: Any, batch_transform: Any = None, *, generator: Opt
         generator: the draws of the boxes, flips and twins (per DataLoader worker and epoch, repeatable:
             :mod:`tensorops.data.seeding`); transforms run as given draw from torch's / Python's global RNG.
         memory_format: of the batch. warn: one UserWarning per transform run as given.
+        exact: evaluation pipelines (Resize + CenterCrop, then conversions and Normalize) give the user's
+            batches bit for bit: their Resize and CenterCrop run as given per image (torch's or Pillow's own
+            resize arithmetic), the crops are stacked, and their conversion and Normalize run on the batch
+            (:class:`~tensorops.data.pipeline_collate.ExactEvalCollate`). ``exact=False``: the fused resize
+            (faster; within 1 uint8 step of torchvision's uint8 resize, which rounds after each of its passes).
+            Training pipelines are random: their draws follow the user's distributions either way.
 
     Returns: a :class:`~tensorops.data.pipeline_collate.PipelineCollate`; ``print(collate.plan)`` says what each
     transform became (the module's docstring says how they are read). Float32 normalized batches (or uint8,
@@ -127,6 +137,7 @@ def from_pipeline(transform: Any, batch_transform: Any = None, *, generator: Opt
     while k < n and (_classify(leaves[k]) or Leaf("")).kind in ("to_u8", "noop"):
         plan.add(leaves[k], "fused", "the collate reads the samples as uint8 (PIL, arrays, tensors, encoded files)")
         pil, k = False, k + 1
+    head_end = k
     first = _classify(leaves[k]) if k < n else None
     geo = None
     if first is not None and first.kind == "rrc":
@@ -154,6 +165,13 @@ def from_pipeline(transform: Any, batch_transform: Any = None, *, generator: Opt
                           "given, per sample (see the plan)", UserWarning, stacklevel=2)
         _warn(Plan([s for s in plan.steps if s.how == "batch"]), warn)
         return PipelineCollate(plan, None, transform, batch, generator)
+    if exact and not geo["train"]:
+        built = _exact_eval(transform, leaves, head_end, k, batch_transform, generator)
+        if built is not None:
+            _warn(Plan([s for s in built.plan.steps if s.how == "batch"]), warn)
+            return built
+        plan.add("(exact=True)", "note", "", "the evaluation pipeline has transforms other than conversions and "
+                 "Normalize after its crop: the fused resize, within 1 uint8 step")
     mirror = 0.0
     if geo["train"] and k < n and (_classify(leaves[k]) or Leaf("")).kind == "hflip":
         mirror = _classify(leaves[k]).args["p"]
@@ -218,6 +236,44 @@ def from_pipeline(transform: Any, batch_transform: Any = None, *, generator: Opt
     else:
         fused = ResizedCropMirrorNormalizeCollate(size, mean, std, **kw)
     _warn(plan, warn)
+    return PipelineCollate(plan, fused, transform, (), generator)
+
+
+def _exact_eval(transform: Any, leaves: List[Any], head_end: int, geo_end: int, batch_transform: Any,
+                generator: Optional[torch.Generator]) -> Optional[PipelineCollate]:
+    """The evaluation pipeline as :class:`ExactEvalCollate` (bit for bit the user's batches), or None when it has
+    transforms other than conversions and one Normalize after its crop."""
+    plan = Plan()
+    for t in leaves[:head_end]:
+        plan.add(t, "exact", "as given, per sample, on PIL images (tensors and arrays are read as they are)")
+    for t in leaves[head_end:geo_end]:
+        plan.add(t, "exact", "as given, per sample", "your resize's own arithmetic: torch's or Pillow's"
+                 if _classify(t).kind == "resize" else "")
+    convert = normalize = mean = std = None
+    scale, dtype, stage = "mul", torch.float32, "u8"
+    for t in leaves[geo_end:]:
+        leaf = _classify(t)
+        kind = leaf.kind if leaf is not None else None
+        if kind == "noop" or (kind == "to_u8" and stage == "u8"):
+            plan.add(t, "no-op", "the crops are read as uint8 tensors")
+            continue
+        if stage == "u8" and kind in ("to_float", "to_tensor"):
+            convert, stage = ("div" if kind == "to_tensor" else t), "float"
+            # the ops it runs: v2's to(dtype).mul_(1 / 255); v1's ConvertImageDtype and ToTensor: .div(255)
+            scale = "div" if kind == "to_tensor" or _tv.is_v1(t) else "mul"
+            dtype = leaf.args.get("dtype", torch.get_default_dtype())
+            plan.add(t, "exact", "as given, on the stacked crops" if convert is t else
+                     "to(float32).div(255) on the stacked crops, as ToTensor", "elementwise: per image's bits")
+            continue
+        if stage == "float" and kind == "normalize" and normalize is None:
+            normalize, mean, std = t, leaf.args["mean"], leaf.args["std"]
+            plan.add(t, "exact", "as given, on the batch", "elementwise: per image's bits")
+            continue
+        return None
+    batch = _batch_transforms(batch_transform, plan)
+    plan.collate = {"exact": True}
+    fused = ExactEvalCollate(leaves[:head_end], leaves[head_end:geo_end], convert, normalize,
+                             (scale, dtype, mean, std), batch, generator)
     return PipelineCollate(plan, fused, transform, (), generator)
 
 

@@ -26,7 +26,8 @@ class Step:
     """One transform of the user's pipeline: ``source`` (its repr, short), ``how`` (``"fused"``: folded into the
     collate's one resampling pass or its normalize; ``"twin"``: a batched ``tensorops.augment`` transform with the
     same arguments, per-sample draws from the collate's generator; ``"per sample"``: run as given, image by image;
-    ``"batch"``: run as given on the batch; ``"no-op"``), ``target`` (what runs) and ``note`` (why, or what differs)."""
+    ``"batch"``: run as given on the batch; ``"exact"``: the evaluation path's transform run as given, per sample
+    up to the crop, on the stacked crops after it; ``"note"``: what the plan decided; ``"no-op"``), ``target`` (what runs) and ``note`` (why, or what differs)."""
 
     source: str
     how: str
@@ -50,7 +51,9 @@ class Plan:
         return [s for s in self.steps if s.how in ("per sample", "batch")]
 
     def __str__(self) -> str:
-        head = ("tensorops pipeline plan: fused collate " + ", ".join(f"{k}={v}" for k, v in self.collate.items())
+        head = ("tensorops pipeline plan: exact evaluation (your transforms up to the crop per image, the crops "
+                "stacked, your conversion and Normalize on the batch)" if self.collate.get("exact") else
+                "tensorops pipeline plan: fused collate " + ", ".join(f"{k}={v}" for k, v in self.collate.items())
                 if self.fused else "tensorops pipeline plan: no fused geometry (each image through the transform as "
                 "given, then default_collate)")
         lines = [head]
