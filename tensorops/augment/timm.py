@@ -22,7 +22,9 @@ to 90: whole-pixel offsets are equal). In detail:
 * AutoContrast: torchvision's float rescale of each channel's [min, max], Pillow's per-channel lookup table.
 * Rotate / ShearX / ShearY / TranslateX / TranslateY: torchvision's ``affine`` (pixel-centre conventions,
   nearest or bilinear; timm picks bilinear or bicubic at random per op: we use ``interpolation``, "bilinear" by
-  default: there is no bicubic affine kernel). ``TranslateXRel`` / ``YRel`` translate by timm's fractional
+  default: there is no bicubic affine kernel; against timm's bicubic draws, on 8 photo-like 224x224 images, the
+  mean |diff| is 1.3 steps for Rotate(27) and 0.9 for ShearX(0.27), against 0.6 and 0.5 for its bilinear draws,
+  the largest differences along the edges as above). ``TranslateXRel`` / ``YRel`` translate by timm's fractional
   offset (``pct * width``, as Pillow resamples it; with "nearest" the kernel rounds it); ``TranslateX`` / ``Y``
   (absolute pixels) too. Pillow's affine data maps output to input, so timm's shear factor ``f`` is
   torchvision's shear ``degrees(atan(f))`` (same direction) and timm's offset ``p`` is torchvision's translate
