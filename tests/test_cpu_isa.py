@@ -121,6 +121,11 @@ angles = torch.tensor([0.0, 0.3, 3.0, -7.5, 45.0, 90.5, 178.0, -133.0] * 2, dtyp
 for interp in ("nearest", "bilinear"):
     out[f"affine {interp}"] = AF.affine(u[:16], angles, torch.tensor([[2.5, -1.25]] * 16), 1.1, [4.0, 0.0],
                                         interpolation=interp, fill=[1.0, 2.0, 3.0])
+# Pillow's geometry (timm's bicubic and random interpolation): both filters, every op, with a fill
+pil = torch.arange(len(AF.PIL_OPS)).repeat(4) + len(AF.OPS)
+pm = torch.tensor([33.0, 0.27, -0.2, 5.5, -7.25] * 4, dtype=torch.float64)
+out["pillow geometry"] = AF._apply(torch.cat([u, u])[:20], pil, pm, "bicubic", [1.0, 2.0, 3.0],
+                                   torch.tensor([1] * 10 + [2] * 10), AF._ALL_OPS)
 chains = [torch.randint(0, 256, u.shape, dtype=torch.uint8, generator=gen) for _ in range(3)]
 w = torch.rand(u.shape[0], 4, generator=gen)
 out["mix"] = AF.mix(u, chains, w / w.sum(1, keepdim=True))

@@ -43,6 +43,8 @@ inline void apply_sample(const augment::Sample& sm, const View& x, const Dest& y
   } else if (op == augment::kAffine) {
     if (fused_grid) affine_op<true>(sm, x, y, C, H, W, has_fill, fill);
     else affine_op<false>(sm, x, y, C, H, W, has_fill, fill);
+  } else if (op == augment::kAffinePil) {
+    pil_affine_op(sm, x, y, C, H, W, has_fill, fill);
   } else {
     rot_op(op, x, y, C, H, W);
   }

@@ -165,3 +165,15 @@ inline void rot_op(int32_t op, const View& x, const Dest& y, int64_t C, int64_t 
       }
     }
 }
+
+// Pillow's affine (timm's geometric ops: math/augment.h pil_affine_pixel), pixel by pixel: the double arithmetic
+// Pillow rounds operation by operation.
+inline void pil_affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t C, int64_t H, int64_t W,
+                          bool has_fill, const float* fill) {
+  uint8_t fill_u8[3] = {0, 0, 0};
+  for (int64_t c = 0; c < C; ++c)
+    fill_u8[c] = augment::to_u8(augment::clamp_to(augment::round_even(has_fill ? fill[c] : 0.f), 0.f, 255.f));
+  for (int64_t i = 0; i < H; ++i)
+    for (int64_t j = 0; j < W; ++j)
+      augment::pil_affine_pixel(sm, x.p, x.sc, x.sh, x.sw, C, H, W, i, j, fill_u8, y.p + i * y.sh + j * y.sw, y.sc);
+}

@@ -139,6 +139,17 @@ Setup setup_apply(const at::Tensor& self, const at::Tensor& ops, const at::Tenso
         sm.ival = static_cast<int32_t>(interpolation);
         break;
       }
+      case augment::kAffinePil: {
+        TENSOROPS_CHECK_VALUE(m == 1 || m == 2, "params", "sample ", n,
+                              ": Pillow's filter must be 1 (bilinear) or 2 (bicubic), got ", m);
+        sm.ival = static_cast<int32_t>(m);
+        for (int k = 0; k < 6; ++k) {
+          sm.a[k] = q[kAngle + k];
+          TENSOROPS_CHECK_VALUE(std::isfinite(sm.a[k]), "params", "sample ", n,
+                                ": Pillow's affine data must be finite, got ", sm.a[k]);
+        }
+        break;
+      }
       case augment::kRot90:
       case augment::kRot270:
         TENSOROPS_CHECK_VALUE(s.H == s.W, "ops", "sample ", n, ": a quarter turn needs a square image, got ", s.H,

@@ -3,6 +3,7 @@ the argument and the sample, the call (``torch.ops.tensorops.augment_apply``) an
 torchvision v2 per sample."""
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Optional, Sequence, Union
 
@@ -16,10 +17,12 @@ Fill = Optional[Union[float, int, Sequence[float]]]
 # kernel op codes (csrc/include/tensorops/math/augment.h)
 _IDENTITY, _BRIGHTNESS, _CONTRAST, _SATURATION, _HUE, _SHARPNESS, _POSTERIZE, _SOLARIZE = range(8)
 _AUTOCONTRAST, _EQUALIZE, _INVERT, _GRAYSCALE, _AFFINE, _ROT90, _ROT180, _ROT270, _SOLARIZE_ADD = range(8, 17)
+_AFFINE_PIL = 17  # Pillow's affine: params[:, _M] its filter (1 bilinear, 2 bicubic), params[:, 1:7] its data
 # params columns (csrc/include/tensorops/augment_host.h)
 _M, _ANGLE, _TX, _TY, _SCALE, _SHX, _SHY, _CX, _CY = range(9)
 _NPARAMS = 9
 _INTERPOLATION = {"nearest": 0, "bilinear": 1}
+_PIL_FILTER = {"bilinear": 1, "bicubic": 2}  # Pillow's Resampling.BILINEAR / BICUBIC, as the kernel codes them
 
 
 # ---- checks -------------------------------------------------------------------------------------------------
@@ -147,6 +150,8 @@ def _fallback(batch, codes, params, interpolation, fill):
             r = F.rgb_to_grayscale(img, num_output_channels=img.shape[0]) if img.shape[0] == 3 else img.clone()
         elif c == _SOLARIZE_ADD:
             r = solarize_add_reference(img, int(m))
+        elif c == _AFFINE_PIL:
+            r = pil_reference(img, tuple(p[_ANGLE:_SHY + 1]), int(m), fill)
         elif c == _AFFINE:
             h, w = img.shape[-2:]
             center = [p[_CX] + w * 0.5, p[_CY] + h * 0.5]
@@ -159,6 +164,47 @@ def _fallback(batch, codes, params, interpolation, fill):
     if batch.is_contiguous(memory_format=torch.channels_last) and not batch.is_contiguous():
         result = result.contiguous(memory_format=torch.channels_last)
     return result
+
+
+def pil_data(op: str, value: float, h: int, w: int):
+    """(kernel code, Pillow's six affine data) of Pillow's op on an h x w image, computed as Pillow computes them
+    in Python: ``Image.rotate(value)`` (its exact transposes for 0 and 180 degrees, and for 90 and 270 on square
+    images, included), ``Image.transform(size, AFFINE, data)`` with timm's shear and translate data."""
+    if op == "pil_rotate":
+        angle = value % 360.0
+        if angle == 0:
+            return _IDENTITY, None
+        if angle == 180:
+            return _ROT180, None
+        if angle in (90, 270) and w == h:
+            return (_ROT90 if angle == 90 else _ROT270), None
+        cx, cy = w / 2, h / 2
+        r = -math.radians(angle)
+        a, b, c, d, e, f = (round(math.cos(r), 15), round(math.sin(r), 15), 0.0, round(-math.sin(r), 15),
+                            round(math.cos(r), 15), 0.0)
+        return _AFFINE_PIL, (a, b, a * (-cx - 0) + b * (-cy - 0) + c + cx, d, e, d * (-cx - 0) + e * (-cy - 0) + f + cy)
+    data = {"pil_shear_x": (1, value, 0, 0, 1, 0), "pil_shear_y": (1, 0, 0, value, 1, 0),
+            "pil_translate_x": (1, 0, value, 0, 1, 0), "pil_translate_y": (1, 0, 0, 0, 1, value)}[op]
+    return _AFFINE_PIL, tuple(float(v) for v in data)
+
+
+def pil_reference(image: torch.Tensor, data, pil_filter: int, fill) -> torch.Tensor:
+    """Pillow's ``Image.transform(size, AFFINE, data, resample, fillcolor)`` of a CHW uint8 image (1 or 3
+    channels), as timm runs it: the reference of the ``pil_*`` ops."""
+    import numpy as np
+    from PIL import Image
+
+    c, h, w = image.shape
+    array = image.permute(1, 2, 0).contiguous().numpy()
+    pil = Image.fromarray(array[:, :, 0] if c == 1 else array)
+    if fill is None:
+        fillcolor = None
+    else:
+        values = [int(round(float(v))) for v in (fill * c if len(fill) == 1 else fill)]
+        fillcolor = values[0] if c == 1 else tuple(values)
+    resample = {1: Image.Resampling.BILINEAR, 2: Image.Resampling.BICUBIC}[int(pil_filter)]
+    out = np.asarray(pil.transform((w, h), Image.Transform.AFFINE, data, resample, fillcolor=fillcolor))
+    return torch.from_numpy(out.reshape(h, w, c).copy()).permute(2, 0, 1)
 
 
 def solarize_add_reference(image: torch.Tensor, addend: int) -> torch.Tensor:

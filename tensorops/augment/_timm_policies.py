@@ -18,6 +18,29 @@ from tensorops.augment._timm_tables import (
 )
 
 
+# Pillow's geometric ops for timm's kinds (timm's argument as timm gives it to Pillow; translate_rel: times the size)
+_PILLOW_GEOMETRY = {
+    "rotate": {"rotate": "pil_rotate"}, "shear": {"shear_x": "pil_shear_x", "shear_y": "pil_shear_y"},
+    "translate_abs": {"translate_x": "pil_translate_x", "translate_y": "pil_translate_y"},
+    "translate_rel": {"translate_x": "pil_translate_x", "translate_y": "pil_translate_y"},
+}
+
+
+def _timm_interpolation(interpolation: Any) -> str:
+    """"nearest" / "bilinear" (torchvision's geometry), "bicubic" (Pillow's), or "random" (Pillow's bilinear or
+    bicubic per op, timm's ``interpolation="random"``: a list or tuple of bilinear and bicubic means it too)."""
+    if isinstance(interpolation, (list, tuple)):
+        names = {str(getattr(m, "value", m)).lower() for m in interpolation}
+        if names == {"bilinear", "bicubic"}:
+            return "random"
+        raise ValueError(f"interpolation as a list must be (bilinear, bicubic), timm's random choice, got "
+                         f"{interpolation!r}")
+    name = getattr(interpolation, "value", interpolation)
+    if isinstance(name, str) and name.lower() in ("bicubic", "random"):
+        return name.lower()
+    return _interpolation_name(interpolation)
+
+
 class _TimmBase(_Batched):
     def __init__(self, op_names: Sequence[str], *, magnitude_std: float, magnitude_max: Optional[float],
                  hparams: Optional[Dict[str, Any]], interpolation: Any, fill: Any,
@@ -32,9 +55,25 @@ class _TimmBase(_Batched):
         self.magnitude_std = float(magnitude_std)
         self.magnitude_max = magnitude_max
         self.hparams = dict(hparams or {})
-        self.interpolation = _interpolation_name(interpolation)
+        self.interpolation = _timm_interpolation(interpolation)
         self.fill = _check_fill(fill)
         self._kinds = [_TIMM_OPS[n][1] for n in self.op_names]
+
+    def _resample_of(self, params: Params, shape: Tuple[int, ...], name: str) -> Optional[torch.Tensor]:
+        if self.interpolation != "random":
+            return None
+        r = params.get("resample")
+        if not isinstance(r, torch.Tensor) or tuple(r.shape) != tuple(shape):
+            raise ValueError(f"{name}: interpolation='random' needs params['resample'] of ops' shape {tuple(shape)} "
+                             "(make_params draws it)")
+        return r.cpu()
+
+    def _resample_draws(self, shape: Tuple[int, ...], g: Optional[torch.Generator]) -> Params:
+        """interpolation="random": timm's ``random.choice((BILINEAR, BICUBIC))`` per op applied, as Pillow's filter
+        codes (1 bilinear, 2 bicubic), drawn last (the other draws are those of the fixed modes)."""
+        if self.interpolation != "random":
+            return {}
+        return {"resample": torch.randint(1, 3, shape, generator=g)}
 
     def _upper(self) -> float:
         return float(self.magnitude_max or _LEVEL_DENOM)
@@ -44,10 +83,14 @@ class _TimmBase(_Batched):
             return self.fill
         return list(self.hparams.get("img_mean", _IMAGENET_MEAN_U8)) if channels == 3 else 128
 
-    def _round(self, batch: torch.Tensor, ops: torch.Tensor, args: torch.Tensor) -> torch.Tensor:
+    def _round(self, batch: torch.Tensor, ops: torch.Tensor, args: torch.Tensor,
+               resample: Optional[torch.Tensor] = None) -> torch.Tensor:
         """``op_names[ops[i, k]]`` with timm argument ``args[i, k]`` (ops and args (N,) or (N, K): K ops per sample
-        in order), in one ``apply_ops`` call."""
+        in order), in one ``apply_ops`` call. interpolation "bicubic" or "random": the geometric ops are Pillow's
+        (``apply_ops``' pil_* ops, timm's arguments as timm gives them to Pillow), ``resample`` their filters."""
         n, c, h, w = batch.shape
+        if self.interpolation in ("bicubic", "random"):
+            return self._round_pillow(batch, ops, args, resample)
         names = [_TIMM_OPS[name][0] for name in self.op_names]
         apply_index = torch.tensor([_AF.OPS.index(o) if o in _AF.OPS else 0 for o in names], dtype=torch.int64)
         op = apply_index[ops]
@@ -73,6 +116,31 @@ class _TimmBase(_Batched):
                 out_args[sel] = a
         return _round(batch, op, out_args, self.interpolation, self._fill_for(c))
 
+    def _round_pillow(self, batch: torch.Tensor, ops: torch.Tensor, args: torch.Tensor,
+                      resample: Optional[torch.Tensor]) -> torch.Tensor:
+        n, c, h, w = batch.shape
+        names = [_PILLOW_GEOMETRY.get(_TIMM_OPS[name][1], {}).get(_TIMM_OPS[name][0], _TIMM_OPS[name][0])
+                 for name in self.op_names]
+        op = torch.tensor([_AF._ALL_OPS.index(o) if o in _AF._ALL_OPS else 0 for o in names], dtype=torch.int64)[ops]
+        out_args = args.clone()
+        for kind in set(self._kinds):
+            sel = torch.isin(ops, torch.tensor([i for i, k in enumerate(self._kinds) if k == kind], dtype=torch.int64))
+            if not bool(sel.any()):
+                continue
+            if kind == "translate_rel":  # timm: pixels = pct * width (x) or height (y), Pillow's offset as it is
+                is_x = torch.tensor([nm == "pil_translate_x" for nm in names])[ops[sel]]
+                out_args[sel] = args[sel] * torch.where(is_x, float(w), float(h))
+            elif kind.startswith("solarize") and kind != "solarize_add":
+                a = args[sel]
+                out_args[sel] = torch.where(a > 255, 0.0, a)
+                op[sel] = torch.where(a > 255, _AF.OPS.index("identity"), op[sel])  # threshold 256: Identity
+        if ops.numel() == 0 or bool((op == _AF.OPS.index("identity")).all()):
+            return batch
+        if resample is None:
+            resample = torch.full_like(ops, 2)  # bicubic
+        return _AF._apply(batch, op.contiguous(), out_args.contiguous(), "bicubic", self._fill_for(c),
+                          resample.to(torch.int64).contiguous(), _AF._ALL_OPS)
+
     def transform(self, batch: torch.Tensor, params: Params) -> torch.Tensor:
         name = type(self).__name__
         _check_batch(batch, name)
@@ -83,7 +151,7 @@ class _TimmBase(_Batched):
             raise ValueError(f"{name}: params['ops'] and params['magnitudes'] must have the same shape")
         if ops.numel() and (int(ops.min()) < 0 or int(ops.max()) >= len(self.op_names)):
             raise ValueError(f"{name}: params['ops'] must index op_names (0..{len(self.op_names) - 1})")
-        out = self._round(batch, ops, mags)  # every sample's ops in order, one call
+        out = self._round(batch, ops, mags, self._resample_of(params, ops.shape, name))  # every op in order, one call
         return out.clone() if out is batch else out
 
 
@@ -135,7 +203,7 @@ class TimmRandAugment(_TimmBase):
         args = _timm_args(self._kinds, ops, levels, negate, self.hparams)
         zero = torch.zeros_like(args)
         return {"ops": torch.where(applied, ops, torch.zeros_like(ops)), "magnitudes": torch.where(applied, args, zero),
-                "levels": torch.where(applied, levels, zero)}
+                "levels": torch.where(applied, levels, zero), **self._resample_draws((n, L), g)}
 
 
 class TimmAutoAugment(_TimmBase):
@@ -174,7 +242,7 @@ class TimmAutoAugment(_TimmBase):
         args = _timm_args(self._kinds, ops, levels, negate, self.hparams)
         zero = torch.zeros_like(args)
         return {"ops": torch.where(applied, ops, torch.zeros_like(ops)), "magnitudes": torch.where(applied, args, zero),
-                "levels": torch.where(applied, levels, zero), "policy": policy}
+                "levels": torch.where(applied, levels, zero), "policy": policy, **self._resample_draws((n, 2), g)}
 
 
 class TimmAugMix(_TimmBase):
@@ -226,7 +294,8 @@ class TimmAugMix(_TimmBase):
         zero = torch.zeros_like(args)
         return {"ops": torch.where(live, ops, torch.zeros_like(ops)), "magnitudes": torch.where(live, args, zero),
                 "levels": torch.where(live, levels, zero), "depths": depths,
-                "weights": weights.to(torch.float32), "m": m.to(torch.float32)}  # timm: np.float32(...)
+                "weights": weights.to(torch.float32), "m": m.to(torch.float32),  # timm: np.float32(...)
+                **self._resample_draws(shape, g)}
 
     def transform(self, batch: torch.Tensor, params: Params) -> torch.Tensor:
         _check_batch(batch, "TimmAugMix")
@@ -241,8 +310,9 @@ class TimmAugMix(_TimmBase):
         dims = (n, 1, 1, 1)
         w = weights.to(batch.device)
         mixed = torch.zeros_like(batch, dtype=torch.float32)
+        resample = self._resample_of(params, tuple(ops.shape), "TimmAugMix")
         for i in range(ops.shape[1]):
-            aug = self._round(batch, ops[:, i], mags[:, i])
+            aug = self._round(batch, ops[:, i], mags[:, i], None if resample is None else resample[:, i])
             mixed += w[:, i].reshape(dims) * aug.to(torch.float32)
         mixed = mixed.clamp_(0.0, 255.0).to(torch.uint8).to(torch.float32)
         x = batch.to(torch.float32)

@@ -22,27 +22,32 @@ Example::
 from __future__ import annotations
 
 import numbers
-from typing import Sequence, Union
+from typing import Optional, Sequence, Union
 
 import torch
 
 from tensorops import _extension
 from tensorops.augment._kernel_call import (  # noqa: F401  (solarize_add_reference: public here too)
-    _AFFINE, _ANGLE, _AUTOCONTRAST, _BRIGHTNESS, _CONTRAST, _CX, _CY, _EQUALIZE, _GRAYSCALE, _HUE, _IDENTITY,
-    _INVERT, _M, _NPARAMS, _POSTERIZE, _ROT90, _ROT180, _ROT270, _SATURATION, _SCALE, _SHARPNESS, _SHX, _SHY,
-    _SOLARIZE, _SOLARIZE_ADD, _TX, _TY, Fill, Magnitude, _check_batch, _factor, _fill, _interpolation, _one,
-    _pairs, _per_sample, _require, _run, _tracing, solarize_add_reference,
+    _AFFINE, _AFFINE_PIL, _ANGLE, _AUTOCONTRAST, _BRIGHTNESS, _CONTRAST, _CX, _CY, _EQUALIZE, _GRAYSCALE, _HUE,
+    _IDENTITY, _INVERT, _M, _NPARAMS, _PIL_FILTER, _POSTERIZE, _ROT90, _ROT180, _ROT270, _SATURATION, _SCALE,
+    _SHARPNESS, _SHX, _SHY, _SOLARIZE, _SOLARIZE_ADD, _TX, _TY, Fill, Magnitude, _check_batch, _factor, _fill,
+    _interpolation, _one, _pairs, _per_sample, _require, _run, _tracing, pil_data, solarize_add_reference,
 )
 
 # The ops one round of apply_ops draws from (the policies map torchvision's names onto these).
 OPS = ("identity", "brightness", "contrast", "saturation", "hue", "sharpness", "posterize", "solarize",
        "autocontrast", "equalize", "invert", "grayscale", "shear_x", "shear_y", "translate_x", "translate_y",
        "rotate", "solarize_add")
+# Pillow's own geometry, as timm's ops call it (tensorops.augment.timm with interpolation "bicubic" or "random"):
+# indices after OPS, taken by _apply (see apply_ops)
+PIL_OPS = ("pil_rotate", "pil_shear_x", "pil_shear_y", "pil_translate_x", "pil_translate_y")
+_ALL_OPS = OPS + PIL_OPS
+_FIRST_PIL = len(OPS)
 
 # OPS index -> kernel code (geometric ops are affine; rotate's exact quarter turns are decided per sample)
 _CODE = torch.tensor([_IDENTITY, _BRIGHTNESS, _CONTRAST, _SATURATION, _HUE, _SHARPNESS, _POSTERIZE, _SOLARIZE,
                       _AUTOCONTRAST, _EQUALIZE, _INVERT, _GRAYSCALE, _AFFINE, _AFFINE, _AFFINE, _AFFINE, _AFFINE,
-                      _SOLARIZE_ADD])
+                      _SOLARIZE_ADD] + [_AFFINE_PIL] * 5)
 
 
 # ---- colour ops ---------------------------------------------------------------------------------------------
@@ -260,12 +265,25 @@ def apply_ops(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, 
     128 raised by it, saturated); the others ignore it. ``grayscale`` keeps C channels. interpolation and fill
     apply to the geometric samples.
 
+
     ops and magnitudes may also be (N, K): K ops per sample, applied in order in one call (the CPU keeps each
     sample's intermediate images in cache-sized scratch; CUDA runs K rounds).
 
     >>> batch = torch.randint(0, 256, (4, 3, 32, 32), dtype=torch.uint8)
     >>> out = apply_ops(batch, torch.tensor([1, 12, 0, 9]), torch.tensor([1.3, 10.0, 0.0, 0.0], dtype=torch.float64))
     """
+    return _apply(batch, ops, magnitudes, interpolation, fill, None, OPS)
+
+
+def _apply(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, interpolation, fill: Fill,
+           resample: Optional[torch.Tensor], table: Sequence[str]) -> torch.Tensor:
+    """apply_ops over ``table``: OPS, or ``_ALL_OPS`` whose PIL_OPS entries are Pillow's own geometry as timm's ops
+    call it, bit for bit its values (``Image.rotate(degrees)``; ``Image.transform(size, AFFINE, data)`` with data
+    ``(1, f, 0, 0, 1, 0)`` / ``(1, 0, 0, f, 1, 0)`` for a shear factor f, ``(1, 0, p, 0, 1, 0)`` /
+    ``(1, 0, 0, 0, 1, p)`` for an offset of p pixels), resampled with Pillow's bilinear or bicubic filter:
+    ``interpolation`` "bilinear" or "bicubic" for every such entry, or ``resample`` (ops' shape, int64: 1
+    bilinear, 2 bicubic) per entry. ``interpolation="bicubic"`` is for those only (torchvision's affine has no
+    bicubic for tensors)."""
     _check_batch(batch)
     n, c, h, w = batch.shape
     if not isinstance(ops, torch.Tensor) or ops.dim() not in (1, 2) or ops.shape[0] != n:
@@ -274,9 +292,9 @@ def apply_ops(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, 
         raise TypeError(f"ops must be integer indices into OPS, got {ops.dtype}")
     k = ops.shape[1] if ops.dim() == 2 else 1
     o = ops.to("cpu", torch.int64).reshape(-1)
-    if o.numel() and not _tracing() and (int(o.min()) < 0 or int(o.max()) >= len(OPS)):
-        bad = int(((o < 0) | (o >= len(OPS))).nonzero()[0])
-        raise ValueError(f"ops of sample {bad // k} is {int(o[bad])}, not an index into OPS (0..{len(OPS) - 1})")
+    if o.numel() and not _tracing() and (int(o.min()) < 0 or int(o.max()) >= len(table)):
+        bad = int(((o < 0) | (o >= len(table))).nonzero()[0])
+        raise ValueError(f"ops of sample {bad // k} is {int(o[bad])}, not an index into OPS (0..{len(table) - 1})")
     if ops.dim() == 2:
         if not isinstance(magnitudes, torch.Tensor) or magnitudes.shape != ops.shape:
             raise ValueError(f"magnitudes must have ops' shape {tuple(ops.shape)}")
@@ -309,6 +327,43 @@ def apply_ops(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, 
                          ("solarize_add", (m >= 0) & (m <= 255) & (m == m.floor()), "is not an integer in [0, 255]")):
         sel = o == name[op]
         _require(ok | ~sel, f"magnitudes ({op})", what, m, per=k)
+    mode = getattr(interpolation, "value", interpolation)
+    bicubic = isinstance(mode, str) and mode.lower() == "bicubic"
+    if not _tracing():  # (under torch.compile the kernel's host check refuses the pil ops' unset filter)
+        codes = _pil_params(o, m, codes, params, k, h, w, mode, resample, ops.shape)
+        geometric = (codes == _AFFINE) | (codes == _ROT90) | (codes == _ROT180) | (codes == _ROT270)
+        if bicubic and bool((geometric & (o < _FIRST_PIL)).any()):
+            raise ValueError("interpolation='bicubic' is for the pil_* ops only: torchvision's affine and rotate "
+                             "have no bicubic for tensors")
     if ops.dim() == 2:
         codes, params = codes.reshape(n, k), params.reshape(n, k, _NPARAMS)
-    return _run(batch, codes, params, _interpolation(interpolation), _fill(fill, c))
+    return _run(batch, codes, params, 0 if bicubic else _interpolation(interpolation), _fill(fill, c))
+
+
+def _pil_params(o: torch.Tensor, m: torch.Tensor, codes: torch.Tensor, params: torch.Tensor, k: int, h: int, w: int,
+                mode, resample: Optional[torch.Tensor], shape) -> torch.Tensor:
+    """The pil_* entries' codes and params: Pillow's data per distinct (op, magnitude), its filter per entry."""
+    pil = o >= _FIRST_PIL
+    if not bool(pil.any()):
+        return codes
+    if resample is not None:
+        if not isinstance(resample, torch.Tensor) or tuple(resample.shape) != tuple(shape):
+            raise ValueError(f"resample must be an int64 tensor of ops' shape {tuple(shape)}")
+        f = resample.to("cpu", torch.int64).reshape(-1)
+        _require((f == 1) | (f == 2) | ~pil, "resample", "is not 1 (bilinear) or 2 (bicubic)", f.double(), per=k)
+    else:
+        name = mode.lower() if isinstance(mode, str) else None
+        if name not in _PIL_FILTER:
+            raise ValueError(f"the pil_* ops resample with Pillow's 'bilinear' or 'bicubic' filter, got interpolation "
+                             f"{mode!r}")
+        f = torch.full_like(o, _PIL_FILTER[name])
+    codes = codes.clone()
+    index = pil.nonzero()[:, 0]
+    pairs = torch.stack([o[index].double(), m[index]], 1)
+    uniq, inverse = torch.unique(pairs, dim=0, return_inverse=True)
+    made = [pil_data(_ALL_OPS[int(op)], float(v), h, w) for op, v in uniq.tolist()]
+    codes[index] = torch.tensor([code for code, _ in made], dtype=torch.int64)[inverse]
+    data = torch.tensor([d if d is not None else (0.0,) * 6 for _, d in made], dtype=torch.float64)[inverse]
+    params[index, _M] = f[index].double()
+    params[index, _ANGLE:_SHY + 1] = data
+    return codes

@@ -7,8 +7,9 @@ clipped to [0, ``mmax`` or 10]), random negation and "increasing" op variants, a
 (``mixed = sum w_i * chain_i`` in float32, clipped, truncated to uint8, then Pillow's
 ``Image.blend(image, mixed, m)``); every sample draws its own.
 
-**The ops themselves are torchvision's**, run by ``tensorops.augment.functional.apply_ops``, not timm's Pillow
-ops: timm's op set and magnitude schedule, torchvision's pixel arithmetic. Measured on 8 photo-like 224x224
+**The ops themselves are torchvision's** (but for the geometric ops with "bicubic" or "random" interpolation:
+Pillow's, below), run by ``tensorops.augment.functional.apply_ops``, not timm's Pillow ops: timm's op set and
+magnitude schedule, torchvision's pixel arithmetic. Measured on 8 photo-like 224x224
 images at timm's level 9, Pillow (as timm calls it, bilinear, fill (124, 116, 104)) against the torchvision op
 with the argument used here: Equalize, Invert, Posterize, Solarize, Brightness equal; Sharpness equal but for
 single pixels (max 1); AutoContrast 2.9% of pixels 1 step off; Color 50% and Contrast 63% of pixels 1 step off
@@ -20,11 +21,16 @@ to 90: whole-pixel offsets are equal). In detail:
   ``ImageEnhance`` (blend in 8-bit fixed point); Contrast's mean is torchvision's (grayscale mean of the float
   image) where Pillow uses the integer mean of its "L" histogram. Values differ by a step or so.
 * AutoContrast: torchvision's float rescale of each channel's [min, max], Pillow's per-channel lookup table.
-* Rotate / ShearX / ShearY / TranslateX / TranslateY: torchvision's ``affine`` (pixel-centre conventions,
-  nearest or bilinear; timm picks bilinear or bicubic at random per op: we use ``interpolation``, "bilinear" by
-  default: there is no bicubic affine kernel; against timm's bicubic draws, on 8 photo-like 224x224 images, the
+* Rotate / ShearX / ShearY / TranslateX / TranslateY, with ``interpolation="bicubic"`` or ``"random"`` (timm's
+  ``random.choice((BILINEAR, BICUBIC))`` per op applied, drawn into ``params["resample"]``; a list of the two
+  modes means it too): **Pillow's own geometry**, bit for bit timm's values given the draws
+  (``Image.rotate`` with its exact transposes, ``Image.transform(AFFINE)`` with timm's data; Pillow's bilinear
+  and bicubic filters in its double arithmetic: ``tests/test_timm_geometry.py`` replays timm's op functions).
+  Each pixel is computed on its own in double precision, as Pillow computes it: about Pillow's own speed, slower
+  than the bilinear twin. With ``"bilinear"`` (default) or ``"nearest"``: torchvision's ``affine`` (pixel-centre
+  conventions, float grid), the fast kernels; against timm's bicubic draws, on 8 photo-like 224x224 images, the
   mean |diff| is 1.3 steps for Rotate(27) and 0.9 for ShearX(0.27), against 0.6 and 0.5 for its bilinear draws,
-  the largest differences along the edges as above). ``TranslateXRel`` / ``YRel`` translate by timm's fractional
+  the largest differences along the edges as above. ``TranslateXRel`` / ``YRel`` translate by timm's fractional
   offset (``pct * width``, as Pillow resamples it; with "nearest" the kernel rounds it); ``TranslateX`` / ``Y``
   (absolute pixels) too. Pillow's affine data maps output to input, so timm's shear factor ``f`` is
   torchvision's shear ``degrees(atan(f))`` (same direction) and timm's offset ``p`` is torchvision's translate
@@ -104,7 +110,8 @@ def from_timm_string(config_str: str, *, hparams: Optional[Dict[str, Any]] = Non
         config_str: the string, as given to timm's ``create_transform(auto_augment=...)``.
         hparams: timm's hparams: ``img_mean`` (fill, default (124, 116, 104)), ``translate_pct`` (0.45),
             ``translate_const`` (250), ``magnitude_std`` / ``magnitude_max`` (overridden by the string).
-        interpolation: "bilinear" (default) or "nearest" for the geometric ops (timm: bilinear or bicubic).
+        interpolation: the geometric ops': "bilinear" (default) or "nearest" (torchvision's affine, fast), or
+            "bicubic" or "random" (timm's bilinear-or-bicubic per op): Pillow's geometry, timm's values.
         fill: overrides ``img_mean``. generator: CPU ``torch.Generator`` for the draws.
 
     Returns: a ``TimmRandAugment``, ``TimmAugMix`` or ``TimmAutoAugment`` module (uint8 (N, C, H, W) -> same).

@@ -27,7 +27,8 @@ class Step:
     collate's one resampling pass or its normalize; ``"twin"``: a batched ``tensorops.augment`` transform with the
     same arguments, per-sample draws from the collate's generator; ``"per sample"``: run as given, image by image;
     ``"batch"``: run as given on the batch; ``"exact"``: the evaluation path's transform run as given, per sample
-    up to the crop, on the stacked crops after it; ``"note"``: what the plan decided; ``"no-op"``), ``target`` (what runs) and ``note`` (why, or what differs)."""
+    up to the crop, on the stacked crops after it; ``"note"``: what the plan decided; ``"no-op"``), ``target``
+    (what runs) and ``note`` (why, or what differs)."""
 
     source: str
     how: str

@@ -23,10 +23,10 @@ def _op_interpolation(ops: List[Any]) -> Tuple[str, str]:
     """The twins' interpolation for timm's AugmentOps' ``resample`` and the note saying what differs."""
     resample = ops[0].kwargs.get("resample") if ops else None
     if isinstance(resample, (list, tuple)):
-        return "bilinear", "timm draws bilinear or bicubic per op: bilinear here (no bicubic affine kernel)"
+        return "random", "timm draws bilinear or bicubic per op: drawn per op here, Pillow's geometry bit for bit"
     name = interpolation_name(resample)
     if name == "bicubic":
-        return "bilinear", "timm's bicubic geometric ops: bilinear here (no bicubic affine kernel)"
+        return "bicubic", "timm's bicubic geometric ops: Pillow's geometry bit for bit"
     return (name or "bilinear"), ""
 
 

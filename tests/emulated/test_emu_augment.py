@@ -1,7 +1,7 @@
 """tensorops.augment's CUDA kernels on the emulated device (csrc/cuda/augment_cuda.cu, kernels/augment.cuh)
 against the CPU kernels (which tests/test_augment_functional.py holds bit for bit to torchvision v2): every op
 code, 1 and 3 channels, odd sizes, NCHW and channels_last, nearest and bilinear with and without fill, the table
-in the kernel's parameters (up to 64 samples) and uploaded (more), mixed ops in one batch, erase by value and by
+in the kernel's parameters (up to 40 samples) and uploaded (more), mixed ops in one batch, erase by value and by
 pixels. Image sizes whose pixel count is a power of two keep contrast's mean identical on both devices (CUDA's
 torch.mean multiplies by 1 / count, the CPU's divides: augment.h contrast_mean)."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import torch
 
 from emulated._helpers import corners, launches, ops
 
-CODES = list(range(17))  # math/augment.h's Op
+CODES = list(range(18))  # math/augment.h's Op
 MAGNITUDE = {1: 1.3, 2: 0.6, 3: 1.7, 4: 0.21, 5: 2.5, 6: 3.0, 7: 100.5, 16: 70.0}
 
 
@@ -33,6 +33,16 @@ def params(n, code):
     return p
 
 
+def pil_params(n, shape, pil_filter):
+    """kAffinePil: Pillow's filter in the magnitude column, its data (a 17 degree rotation) in the next six."""
+    from tensorops.augment._kernel_call import pil_data
+
+    p = params(n, 17)
+    p[:, 0] = pil_filter
+    p[:, 1:7] = torch.tensor(pil_data("pil_rotate", 17.0, shape[2], shape[3])[1], dtype=torch.float64)
+    return p
+
+
 def both(b, codes, p, interpolation=0, fill=None):
     cpu = torch.ops.tensorops.augment_apply(b, codes, p, interpolation, fill)
     emu = ops().augment_apply(b, codes, p, interpolation, fill)
@@ -50,10 +60,12 @@ def test_every_op_equals_the_cpu_kernel(emu, shape, channels_last, code):
     b = batch(shape, channels_last)
     n = shape[0]
     codes = torch.full((n,), code, dtype=torch.int64)
-    for interpolation in ((0, 1) if code == 12 else (0,)):
-        for fill in ((None, [3.0, 100.0, 250.0][: shape[1]]) if code == 12 else (None,)):
+    geometric = code in (12, 17)
+    for interpolation in ((0, 1) if geometric else (0,)):  # 17: Pillow's bilinear (1) and bicubic (2) filters
+        for fill in ((None, [3.0, 100.0, 250.0][: shape[1]]) if geometric else (None,)):
             emu.clear_events()
-            cpu, got = both(b, codes, params(n, code), interpolation, fill)
+            p = pil_params(n, shape, interpolation + 1) if code == 17 else params(n, code)
+            cpu, got = both(b, codes, p, interpolation if code == 12 else 0, fill)
             assert torch.equal(got, cpu), (code, interpolation, fill)
             assert got.stride() == cpu.stride()
             names = [l["name"] for l in launches(emu)]
@@ -61,8 +73,8 @@ def test_every_op_equals_the_cpu_kernel(emu, shape, channels_last, code):
             assert names == (["augment_lut_kernel"] if lut else []) + ["augment_pixel_kernel"], names
 
 
-@pytest.mark.parametrize("n", corners([5, 64, 65], [65]), ids=lambda n: {5: "5", 64: "64_in_parameters",
-                                                                          65: "65_uploaded"}[n])
+@pytest.mark.parametrize("n", corners([5, 40, 41], [41]), ids=lambda n: {5: "5", 40: "40_in_parameters",
+                                                                          41: "41_uploaded"}[n])
 def test_mixed_ops_in_one_batch(emu, n):
     b = batch((n, 3, 8, 8), seed=n)
     codes = torch.arange(n, dtype=torch.int64) % 16
@@ -72,7 +84,7 @@ def test_mixed_ops_in_one_batch(emu, n):
     assert torch.equal(got, cpu)
     ls = launches(emu)
     assert [l["name"] for l in ls] == ["augment_lut_kernel", "augment_pixel_kernel"]
-    assert ("SampleDeviceTable<" in ls[1]["full"]) == (n > 64), ls[1]["full"]
+    assert ("SampleDeviceTable<" in ls[1]["full"]) == (n > 40), ls[1]["full"]
     assert ls[0]["grid"] == n
 
 

@@ -17,8 +17,10 @@
 namespace tensorops {
 namespace kernels {
 
-// 64 samples * 40 bytes plus the other parameters stay under the classic 4 KiB kernel-parameter limit.
-constexpr int kAugmentParamSamples = 64;
+// 40 samples * 88 bytes (Sample: Pillow's affine data are six doubles) plus the other parameters stay under the
+// classic 4 KiB kernel-parameter limit.
+constexpr int kAugmentParamSamples = 40;
+static_assert(kAugmentParamSamples * sizeof(augment::Sample) + 512 <= 4096, "augment's kernel parameters");
 
 struct AugmentImage {
   int64_t N, C, H, W;
@@ -160,6 +162,12 @@ __global__ void augment_pixel_kernel(const Table table, const uint8_t* __restric
                                                  mask, fill.has_fill, fill.has_fill ? fill.at(c) : 0.f);
         }
       }
+    } else if (op == augment::kAffinePil) {
+      uint8_t f[3] = {0, 0, 0};
+      if (fill.has_fill)
+        for (int64_t c = 0; c < g.C; ++c)
+          f[c] = augment::to_u8(augment::clamp_to(augment::round_even(fill.at(c)), 0.f, 255.f));
+      augment::pil_affine_pixel(sm, x, g.sc, g.sh, g.sw, g.C, g.H, g.W, i, j, f, y, g.oc);
     } else if (op == augment::kRot90 || op == augment::kRot180 || op == augment::kRot270) {
       int64_t si, sj;
       augment::rot_source(op, i, j, g.H, g.W, si, sj);

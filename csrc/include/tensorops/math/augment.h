@@ -36,7 +36,8 @@ enum Op : int32_t {
   kRot180 = 14,
   kRot270 = 15,
   kSolarizeAdd = 16,  // ival = the addend (timm's SolarizeAdd: below 128, x + addend saturated at 255)
-  kNumOps = 17,
+  kAffinePil = 17,    // a = Pillow's affine data, ival = Pillow's filter (1 bilinear, 2 bicubic), fill in the call
+  kNumOps = 18,
 };
 
 // One sample's arguments, made on the host (csrc/host/augment_host.cpp) for both devices.
@@ -47,6 +48,9 @@ struct Sample {
   // affine: torchvision's grid for output pixel (x, y) of the centred base grid: gx = x * t[0] + y * t[1] + t[2],
   // gy = x * t[3] + y * t[4] + t[5] (theta transposed and divided by half the size: _affine_grid's rescaled theta)
   float t[6];
+  // affine_pil: Pillow's data (a, b, c, d, e, f): output pixel (x, y) reads the input at
+  // (a * (x + 0.5) + b * (y + 0.5) + c, d * (x + 0.5) + e * (y + 0.5) + f)
+  double a[6];
 };
 
 // The ops whose value depends on one channel value only: a table of 256 per (sample, channel), built from the
@@ -350,6 +354,89 @@ TENSOROPS_HD float bilinear_sum(float v0, float v1, float v2, float v3, float w0
 TENSOROPS_HD uint8_t bilinear_finish(float out, float mask, bool has_fill, float fill) {
   if (has_fill) out = add_rn(mul_rn(sub_rn(out, fill), mask), fill);
   return to_u8(clamp_to(round_even(out), 0.f, 255.f));
+}
+
+// ---- Pillow's affine (Image.transform(AFFINE), Image.rotate) with its BILINEAR or BICUBIC filter -------------
+// timm's geometric ops resample with Pillow (libImaging/Geometry.c: affine_transform, the bilinear and bicubic
+// filters). Its arithmetic, in double with each operation rounded on its own (Pillow's x86-64 builds have no
+// fused multiply-add): the source point of output pixel (i, j) is (a0 * (j + 0.5) + a1 * (i + 0.5)) + a2 (and
+// a3, a4, a5 for y); a point outside [0, w) x [0, h) gives the fill; else the taps around (x - 0.5, y - 0.5),
+// columns and rows clamped to the image. Bilinear: a + (b - a) * d along x, then along y, truncated to uint8.
+// Bicubic: Pillow's cubic (a = -1) as p1 + d * (p2 + d * (p3 + d * p4)), along x then y, clipped to [0, 255]
+// and truncated.
+TENSOROPS_AUGMENT_INLINE double dmul_rn(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+TENSOROPS_AUGMENT_INLINE double dadd_rn(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+TENSOROPS_AUGMENT_INLINE double dsub_rn(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+TENSOROPS_AUGMENT_INLINE double pil_linear(double a, double b, double d) {
+  return dadd_rn(a, dmul_rn(dsub_rn(b, a), d));
+}
+TENSOROPS_AUGMENT_INLINE double pil_cubic(double v1, double v2, double v3, double v4, double d) {
+  const double p2 = dadd_rn(-v1, v3);
+  const double p3 = dsub_rn(dadd_rn(dmul_rn(2.0, dsub_rn(v1, v2)), v3), v4);
+  const double p4 = dadd_rn(dsub_rn(dadd_rn(-v1, v2), v3), v4);
+  return dadd_rn(v2, dmul_rn(d, dadd_rn(p2, dmul_rn(d, dadd_rn(p3, dmul_rn(d, p4))))));
+}
+TENSOROPS_AUGMENT_INLINE int64_t clamp_index(int64_t v, int64_t n) { return v < 0 ? 0 : (v < n ? v : n - 1); }
+
+// One output pixel (i, j) of sample sm: its C channels written to y (channel stride oc), read from x (strides sc,
+// sh, sw), fill_u8 where the source point lies outside.
+TENSOROPS_AUGMENT_INLINE void pil_affine_pixel(const Sample& sm, const uint8_t* x, int64_t sc, int64_t sh, int64_t sw,
+                                               int64_t C, int64_t h, int64_t w, int64_t i, int64_t j,
+                                               const uint8_t* fill_u8, uint8_t* y, int64_t oc) {
+  const double xi = static_cast<double>(j) + 0.5, yi = static_cast<double>(i) + 0.5;
+  const double xs = dadd_rn(dadd_rn(dmul_rn(sm.a[0], xi), dmul_rn(sm.a[1], yi)), sm.a[2]);
+  const double ys = dadd_rn(dadd_rn(dmul_rn(sm.a[3], xi), dmul_rn(sm.a[4], yi)), sm.a[5]);
+  if (!(xs >= 0.0 && xs < static_cast<double>(w) && ys >= 0.0 && ys < static_cast<double>(h))) {
+    for (int64_t c = 0; c < C; ++c) y[c * oc] = fill_u8[c];
+    return;
+  }
+  const double xm = dsub_rn(xs, 0.5), ym = dsub_rn(ys, 0.5);  // >= -0.5: floor is -1 or more
+  using std::floor;  // (std::floor on the host, the device's floor under nvcc)
+  const int64_t x0 = static_cast<int64_t>(floor(xm)), y0 = static_cast<int64_t>(floor(ym));
+  const double dx = dsub_rn(xm, static_cast<double>(x0)), dy = dsub_rn(ym, static_cast<double>(y0));
+  if (sm.ival == 1) {
+    const int64_t c0 = clamp_index(x0, w) * sw, c1 = clamp_index(x0 + 1, w) * sw;
+    const int64_t r0 = clamp_index(y0, h) * sh, r1 = clamp_index(y0 + 1, h) * sh;
+    for (int64_t c = 0; c < C; ++c) {
+      const uint8_t* q = x + c * sc;
+      const double top = pil_linear(q[r0 + c0], q[r0 + c1], dx), bottom = pil_linear(q[r1 + c0], q[r1 + c1], dx);
+      y[c * oc] = static_cast<uint8_t>(static_cast<int>(pil_linear(top, bottom, dy)));
+    }
+    return;
+  }
+  int64_t col[4], row[4];
+  for (int k = 0; k < 4; ++k) {
+    col[k] = clamp_index(x0 - 1 + k, w) * sw;
+    row[k] = clamp_index(y0 - 1 + k, h) * sh;
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    const uint8_t* q = x + c * sc;
+    double v[4];
+    for (int k = 0; k < 4; ++k) {
+      const uint8_t* r = q + row[k];
+      v[k] = pil_cubic(r[col[0]], r[col[1]], r[col[2]], r[col[3]], dx);
+    }
+    const double out = pil_cubic(v[0], v[1], v[2], v[3], dy);
+    y[c * oc] = out <= 0.0 ? uint8_t{0} : (out >= 255.0 ? uint8_t{255} : static_cast<uint8_t>(static_cast<int>(out)));
+  }
 }
 
 // AugMix's mix of one element: w[0] * x, then + w[k] * a_k for each chain, each product and sum rounded (v2:
