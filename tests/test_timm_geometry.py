@@ -148,3 +148,19 @@ def test_timm_augmix_and_autoaugment_take_random_interpolation():
         assert out.shape == batch.shape and out.dtype == torch.uint8
         with pytest.raises(ValueError, match="resample"):
             t.transform(batch, {k: v for k, v in params.items() if k != "resample"})
+
+
+def test_from_pipeline_maps_timms_resampling_onto_pillows_geometry():
+    td = pytest.importorskip("timm.data", reason="timm is an optional test extra (pip install timm)")
+    import warnings
+
+    from tensorops.data import from_pipeline
+
+    for interp, want in (("bicubic", "bicubic"), ("random", "random"), ("bilinear", "bilinear")):
+        t = td.create_transform(64, is_training=True, auto_augment="rand-m9-mstd0.5-inc1", interpolation=interp)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            policy = from_pipeline(t).fused.augment[0]
+            fast = from_pipeline(t, exact=False).fused.augment[0]
+        assert isinstance(policy, T.TimmRandAugment) and policy.interpolation == want, (interp, policy.interpolation)
+        assert fast.interpolation == "bilinear"

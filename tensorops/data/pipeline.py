@@ -111,7 +111,9 @@ def from_pipeline(transform: Any, batch_transform: Any = None, *, generator: Opt
             resize arithmetic), the crops are stacked, and their conversion and Normalize run on the batch
             (:class:`~tensorops.data.pipeline_collate.ExactEvalCollate`). ``exact=False``: the fused resize
             (faster; within 1 uint8 step of torchvision's uint8 resize, which rounds after each of its passes).
-            Training pipelines are random: their draws follow the user's distributions either way.
+            In training, timm's geometric policy ops resampled bicubic or at random (bilinear or bicubic per op)
+            run Pillow's own arithmetic, timm's values bit for bit given the draws; ``exact=False`` runs them as
+            torchvision's bilinear affine instead (several times faster, within a step or so on most pixels).
 
     Returns: a :class:`~tensorops.data.pipeline_collate.PipelineCollate`; ``print(collate.plan)`` says what each
     transform became (the module's docstring says how they are read). Float32 normalized batches (or uint8,
@@ -201,7 +203,11 @@ def from_pipeline(transform: Any, batch_transform: Any = None, *, generator: Opt
             continue
         twin = None
         if kind == "twin" and bool(leaf.args.get("float")) == (stage == "float"):
-            twin = (leaf.make(), leaf.target, "; ".join(x for x in (leaf.note, _PIL_NOTE if pil else "") if x))
+            made, note = leaf.make(), leaf.note
+            if not exact and getattr(made, "interpolation", None) in ("bicubic", "random"):
+                made.interpolation = "bilinear"  # timm's policies: torchvision's fast affine instead of Pillow's
+                note = "exact=False: timm's geometric ops as torchvision's bilinear affine (within a step or so)"
+            twin = (made, leaf.target, "; ".join(x for x in (note, _PIL_NOTE if pil else "") if x))
         elif kind in ("apply", "choice"):
             built = _container(leaf, stage)
             twin = (built[0], built[1], _PIL_NOTE if pil else "") if built else None
