@@ -179,8 +179,8 @@ inline void pil_affine_op(const augment::Sample& sm, const View& x, const Dest& 
     fill_u8[c] = augment::to_u8(augment::clamp_to(augment::round_even(has_fill ? fill[c] : 0.f), 0.f, 255.f));
   alignas(64) double dxs[kChunk], dys[kChunk], res[kChunk];
   alignas(64) int64_t rows[4][kChunk];
-  alignas(64) int32_t left[kChunk], top[kChunk];
-  alignas(64) uint8_t ins[kChunk], whole[kChunk];
+  alignas(64) int32_t left[kChunk], top[kChunk], safe[kChunk];
+  alignas(64) uint8_t ins[kChunk];
   alignas(64) uint32_t word[4][kChunk];
   alignas(64) double line[4][kChunk];
   const double a0 = sm.a[0], a1 = sm.a[1], a2 = sm.a[2], a3 = sm.a[3], a4 = sm.a[4], a5 = sm.a[5];
@@ -199,7 +199,8 @@ inline void pil_affine_op(const augment::Sample& sm, const View& x, const Dest& 
         const double xs = augment::dadd_rn(augment::dadd_rn(augment::dmul_rn(a0, xi), augment::dmul_rn(a1, yi)), a2);
         const double ys = augment::dadd_rn(augment::dadd_rn(augment::dmul_rn(a3, xi), augment::dmul_rn(a4, yi)), a5);
         const bool in = (xs >= 0.0) & (xs < fw) & (ys >= 0.0) & (ys < fh);
-        const double xm = in ? augment::dsub_rn(xs, 0.5) : 0.0, ym = in ? augment::dsub_rn(ys, 0.5) : 0.0;
+        // (an outside point reads taps inside the image, replaced by the fill)
+        const double xm = in ? augment::dsub_rn(xs, 0.5) : 1.0, ym = in ? augment::dsub_rn(ys, 0.5) : 1.0;
         const double fx = std::floor(xm), fy = std::floor(ym);
         dxs[t] = augment::dsub_rn(xm, fx);
         dys[t] = augment::dsub_rn(ym, fy);
@@ -212,51 +213,46 @@ inline void pil_affine_op(const augment::Sample& sm, const View& x, const Dest& 
           const int32_t r = top[t] + k;
           rows[k][t] = static_cast<int64_t>(r < 0 ? 0 : (r < H32 ? r : H32 - 1)) * x.sh;
         }
-      bool all_whole = adjacent;  // every tap row of the chunk one load: a loop without branches
+      // a row's taps as one load at a column kept inside the image (a loop without branches), then the pixels
+      // whose taps reach past an edge (clamped columns) packed byte by byte
+      int64_t edge[kChunk];
+      int64_t edges = 0;
       for (int64_t t = 0; t < m; ++t) {
-        whole[t] = (left[t] >= 0) & (left[t] + taps <= W32);
-        all_whole &= whole[t] != 0;
+        const bool w = (left[t] >= 0) & (left[t] + taps <= W32);
+        safe[t] = w ? left[t] : (left[t] < 0 ? 0 : W32 - taps);
+        edge[edges] = t;
+        edges += !w;
       }
+      const bool loads = adjacent && W >= taps;
       for (int64_t c = 0; c < C; ++c) {
         const uint8_t* q = x.p + c * x.sc;
         for (int k = 0; k < taps; ++k) {
-          if (all_whole && cubic) {
-            for (int64_t t = 0; t < m; ++t) std::memcpy(&word[k][t], q + rows[k][t] + left[t], 4);
-            continue;
-          }
-          if (all_whole) {
-            for (int64_t t = 0; t < m; ++t) {
-              uint16_t two;
-              std::memcpy(&two, q + rows[k][t] + left[t], 2);
-              word[k][t] = two;
+          if (loads) {
+            if (cubic) {
+              for (int64_t t = 0; t < m; ++t) std::memcpy(&word[k][t], q + rows[k][t] + safe[t], 4);
+            } else {
+              for (int64_t t = 0; t < m; ++t) {
+                uint16_t two;
+                std::memcpy(&two, q + rows[k][t] + safe[t], 2);
+                word[k][t] = two;
+              }
             }
-            continue;
           }
-          for (int64_t t = 0; t < m; ++t) {
+          for (int64_t e = 0, n = loads ? edges : m; e < n; ++e) {
+            const int64_t t = loads ? edge[e] : e;
             const uint8_t* r = q + rows[k][t];
             uint32_t packed = 0;
-            if (adjacent && whole[t]) {
-              if (cubic) {
-                std::memcpy(&packed, r + left[t], 4);
-              } else {
-                uint16_t two;
-                std::memcpy(&two, r + left[t], 2);
-                packed = two;
-              }
-            } else {
-              for (int l = 0; l < taps; ++l)
-                packed |= static_cast<uint32_t>(r[augment::clamp_index(left[t] + l, W) * x.sw]) << (8 * l);
-            }
+            for (int l = 0; l < taps; ++l)
+              packed |= static_cast<uint32_t>(r[augment::clamp_index(left[t] + l, W) * x.sw]) << (8 * l);
             word[k][t] = packed;
           }
         }
         if (cubic) {
           for (int k = 0; k < 4; ++k)
             for (int64_t t = 0; t < m; ++t) {
-              const uint32_t w4 = word[k][t];
-              line[k][t] = augment::pil_cubic(static_cast<double>(w4 & 0xFF), static_cast<double>((w4 >> 8) & 0xFF),
-                                              static_cast<double>((w4 >> 16) & 0xFF), static_cast<double>(w4 >> 24),
-                                              dxs[t]);
+              const int32_t w4 = static_cast<int32_t>(word[k][t]);
+              line[k][t] = augment::pil_cubic_u8(w4 & 0xFF, (w4 >> 8) & 0xFF, (w4 >> 16) & 0xFF,
+                                                 static_cast<int32_t>(word[k][t] >> 24), dxs[t]);
             }
           for (int64_t t = 0; t < m; ++t) {
             const double out = augment::pil_cubic(line[0][t], line[1][t], line[2][t], line[3][t], dys[t]);

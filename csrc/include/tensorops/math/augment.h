@@ -394,6 +394,13 @@ TENSOROPS_AUGMENT_INLINE double pil_cubic(double v1, double v2, double v3, doubl
   const double p4 = dadd_rn(dsub_rn(dadd_rn(-v1, v2), v3), v4);
   return dadd_rn(v2, dmul_rn(d, dadd_rn(p2, dmul_rn(d, dadd_rn(p3, dmul_rn(d, p4))))));
 }
+// The first pass over four pixel values: Pillow's p2, p3, p4 of uint8 values are integer sums (its macro
+// computes them in int), exact, then the same double polynomial.
+TENSOROPS_AUGMENT_INLINE double pil_cubic_u8(int32_t v1, int32_t v2, int32_t v3, int32_t v4, double d) {
+  const double p2 = static_cast<double>(v3 - v1), p3 = static_cast<double>(2 * (v1 - v2) + v3 - v4);
+  const double p4 = static_cast<double>(-v1 + v2 - v3 + v4);
+  return dadd_rn(static_cast<double>(v2), dmul_rn(d, dadd_rn(p2, dmul_rn(d, dadd_rn(p3, dmul_rn(d, p4))))));
+}
 TENSOROPS_AUGMENT_INLINE int64_t clamp_index(int64_t v, int64_t n) { return v < 0 ? 0 : (v < n ? v : n - 1); }
 
 // One output pixel (i, j) of sample sm: its C channels written to y (channel stride oc), read from x (strides sc,
@@ -432,7 +439,7 @@ TENSOROPS_AUGMENT_INLINE void pil_affine_pixel(const Sample& sm, const uint8_t* 
     double v[4];
     for (int k = 0; k < 4; ++k) {
       const uint8_t* r = q + row[k];
-      v[k] = pil_cubic(r[col[0]], r[col[1]], r[col[2]], r[col[3]], dx);
+      v[k] = pil_cubic_u8(r[col[0]], r[col[1]], r[col[2]], r[col[3]], dx);
     }
     const double out = pil_cubic(v[0], v[1], v[2], v[3], dy);
     y[c * oc] = out <= 0.0 ? uint8_t{0} : (out >= 255.0 ? uint8_t{255} : static_cast<uint8_t>(static_cast<int>(out)));
