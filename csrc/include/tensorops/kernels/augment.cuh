@@ -163,10 +163,11 @@ __global__ void augment_pixel_kernel(const Table table, const uint8_t* __restric
         }
       }
     } else if (op == augment::kAffinePil) {
-      uint8_t f[3] = {0, 0, 0};
+      uint32_t f = 0;  // channel c's fill in byte c
       if (fill.has_fill)
         for (int64_t c = 0; c < g.C; ++c)
-          f[c] = augment::to_u8(augment::clamp_to(augment::round_even(fill.at(c)), 0.f, 255.f));
+          f |= static_cast<uint32_t>(augment::to_u8(augment::clamp_to(augment::round_even(fill.at(c)), 0.f, 255.f)))
+               << (8 * c);
       augment::pil_affine_pixel(sm, x, g.sc, g.sh, g.sw, g.C, g.H, g.W, i, j, f, y, g.oc);
     } else if (op == augment::kRot90 || op == augment::kRot180 || op == augment::kRot270) {
       int64_t si, sj;

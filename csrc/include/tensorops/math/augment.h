@@ -404,15 +404,16 @@ TENSOROPS_AUGMENT_INLINE double pil_cubic_u8(int32_t v1, int32_t v2, int32_t v3,
 TENSOROPS_AUGMENT_INLINE int64_t clamp_index(int64_t v, int64_t n) { return v < 0 ? 0 : (v < n ? v : n - 1); }
 
 // One output pixel (i, j) of sample sm: its C channels written to y (channel stride oc), read from x (strides sc,
-// sh, sw), fill_u8 where the source point lies outside.
+// sh, sw), channel c's fill (byte c of `fill`: no array, which CUDA would keep in local memory) where the source
+// point lies outside.
 TENSOROPS_AUGMENT_INLINE void pil_affine_pixel(const Sample& sm, const uint8_t* x, int64_t sc, int64_t sh, int64_t sw,
-                                               int64_t C, int64_t h, int64_t w, int64_t i, int64_t j,
-                                               const uint8_t* fill_u8, uint8_t* y, int64_t oc) {
+                                               int64_t C, int64_t h, int64_t w, int64_t i, int64_t j, uint32_t fill,
+                                               uint8_t* y, int64_t oc) {
   const double xi = static_cast<double>(j) + 0.5, yi = static_cast<double>(i) + 0.5;
   const double xs = dadd_rn(dadd_rn(dmul_rn(sm.a[0], xi), dmul_rn(sm.a[1], yi)), sm.a[2]);
   const double ys = dadd_rn(dadd_rn(dmul_rn(sm.a[3], xi), dmul_rn(sm.a[4], yi)), sm.a[5]);
   if (!(xs >= 0.0 && xs < static_cast<double>(w) && ys >= 0.0 && ys < static_cast<double>(h))) {
-    for (int64_t c = 0; c < C; ++c) y[c * oc] = fill_u8[c];
+    for (int64_t c = 0; c < C; ++c) y[c * oc] = static_cast<uint8_t>(fill >> (8 * c));
     return;
   }
   const double xm = dsub_rn(xs, 0.5), ym = dsub_rn(ys, 0.5);  // >= -0.5: floor is -1 or more
