@@ -68,34 +68,23 @@ TENSOROPS_HD bool is_lut_op(int32_t op) {
 #else
 #define TENSOROPS_AUGMENT_INLINE TENSOROPS_HD
 #endif
-TENSOROPS_AUGMENT_INLINE float mul_rn(float a, float b) {
+// One rounding per operation: nvcc's __f*_rn / __d*_rn intrinsics on the device (never contracted), the plain
+// operator on the host (fp-contract off where these are used).
 #ifdef __CUDA_ARCH__
-  return __fmul_rn(a, b);
+#define TENSOROPS_RN(name, type, op, intrinsic) \
+  TENSOROPS_AUGMENT_INLINE type name(type a, type b) { return intrinsic(a, b); }
 #else
-  return a * b;
+#define TENSOROPS_RN(name, type, op, intrinsic) \
+  TENSOROPS_AUGMENT_INLINE type name(type a, type b) { return a op b; }
 #endif
-}
-TENSOROPS_AUGMENT_INLINE float add_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-TENSOROPS_AUGMENT_INLINE float sub_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
-  return __fsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
-TENSOROPS_AUGMENT_INLINE float div_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
-  return __fdiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
+TENSOROPS_RN(mul_rn, float, *, __fmul_rn)
+TENSOROPS_RN(add_rn, float, +, __fadd_rn)
+TENSOROPS_RN(sub_rn, float, -, __fsub_rn)
+TENSOROPS_RN(div_rn, float, /, __fdiv_rn)
+TENSOROPS_RN(dmul_rn, double, *, __dmul_rn)  // Pillow's double arithmetic (pil_affine_pixel)
+TENSOROPS_RN(dadd_rn, double, +, __dadd_rn)
+TENSOROPS_RN(dsub_rn, double, -, __dsub_rn)
+#undef TENSOROPS_RN
 // a * b + c rounded once (torch's add_ with alpha: c.add_(a, alpha=b))
 TENSOROPS_AUGMENT_INLINE float fma_rn(float a, float b, float c) {
 #ifdef __CUDA_ARCH__
@@ -364,27 +353,6 @@ TENSOROPS_HD uint8_t bilinear_finish(float out, float mask, bool has_fill, float
 // columns and rows clamped to the image. Bilinear: a + (b - a) * d along x, then along y, truncated to uint8.
 // Bicubic: Pillow's cubic (a = -1) as p1 + d * (p2 + d * (p3 + d * p4)), along x then y, clipped to [0, 255]
 // and truncated.
-TENSOROPS_AUGMENT_INLINE double dmul_rn(double a, double b) {
-#ifdef __CUDA_ARCH__
-  return __dmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-TENSOROPS_AUGMENT_INLINE double dadd_rn(double a, double b) {
-#ifdef __CUDA_ARCH__
-  return __dadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-TENSOROPS_AUGMENT_INLINE double dsub_rn(double a, double b) {
-#ifdef __CUDA_ARCH__
-  return __dsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
 TENSOROPS_AUGMENT_INLINE double pil_linear(double a, double b, double d) {
   return dadd_rn(a, dmul_rn(dsub_rn(b, a), d));
 }
