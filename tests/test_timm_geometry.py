@@ -164,3 +164,20 @@ def test_from_pipeline_maps_timms_resampling_onto_pillows_geometry():
             fast = from_pipeline(t, exact=False).fused.augment[0]
         assert isinstance(policy, T.TimmRandAugment) and policy.interpolation == want, (interp, policy.interpolation)
         assert fast.interpolation == "bilinear"
+
+
+@requires_compiled
+def test_pillow_ops_under_torch_compile_run_pillows_data_eagerly():
+    """Pillow's data are Python math per distinct magnitude: under torch.compile that step runs eagerly (a graph
+    break), and the batch equals the eager call's."""
+    img = _image(16, 20, 3, seed=11)
+    batch = img.expand(4, -1, -1, -1).contiguous()
+    ops = torch.tensor([len(AF.OPS) + k for k in (0, 1, 3, 0)])
+    mags = torch.tensor([12.5, 0.2, -3.5, 2.0], dtype=torch.float64)  # 2.0: a magnitude that looks like a filter
+    resample = torch.tensor([2, 1, 2, 1])
+
+    def run(b):
+        return AF._apply(b, ops, mags, "bicubic", list(FILL), resample, AF._ALL_OPS)
+
+    torch._dynamo.reset()
+    assert torch.equal(torch.compile(run)(batch), run(batch))

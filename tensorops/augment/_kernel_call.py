@@ -182,7 +182,9 @@ def pil_data(op: str, value: float, h: int, w: int):
         r = -math.radians(angle)
         a, b, c, d, e, f = (round(math.cos(r), 15), round(math.sin(r), 15), 0.0, round(-math.sin(r), 15),
                             round(math.cos(r), 15), 0.0)
-        return _AFFINE_PIL, (a, b, a * (-cx - 0) + b * (-cy - 0) + c + cx, d, e, d * (-cx - 0) + e * (-cy - 0) + f + cy)
+        # Pillow: matrix[2], matrix[5] = transform(-cx - 0, -cy - 0, matrix), then += cx and cy
+        x, y = -cx - 0, -cy - 0
+        return _AFFINE_PIL, (a, b, a * x + b * y + c + cx, d, e, d * x + e * y + f + cy)
     data = {"pil_shear_x": (1, value, 0, 0, 1, 0), "pil_shear_y": (1, 0, 0, value, 1, 0),
             "pil_translate_x": (1, 0, value, 0, 1, 0), "pil_translate_y": (1, 0, 0, 0, 1, value)}[op]
     return _AFFINE_PIL, tuple(float(v) for v in data)

@@ -265,7 +265,6 @@ def apply_ops(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, 
     128 raised by it, saturated); the others ignore it. ``grayscale`` keeps C channels. interpolation and fill
     apply to the geometric samples.
 
-
     ops and magnitudes may also be (N, K): K ops per sample, applied in order in one call (the CPU keeps each
     sample's intermediate images in cache-sized scratch; CUDA runs K rounds).
 
@@ -327,17 +326,28 @@ def _apply(batch: torch.Tensor, ops: torch.Tensor, magnitudes: torch.Tensor, int
                          ("solarize_add", (m >= 0) & (m <= 255) & (m == m.floor()), "is not an integer in [0, 255]")):
         sel = o == name[op]
         _require(ok | ~sel, f"magnitudes ({op})", what, m, per=k)
-    mode = getattr(interpolation, "value", interpolation)
-    bicubic = isinstance(mode, str) and mode.lower() == "bicubic"
-    if not _tracing():  # (under torch.compile the kernel's host check refuses the pil ops' unset filter)
-        codes = _pil_params(o, m, codes, params, k, h, w, mode, resample, ops.shape)
-        geometric = (codes == _AFFINE) | (codes == _ROT90) | (codes == _ROT180) | (codes == _ROT270)
-        if bicubic and bool((geometric & (o < _FIRST_PIL)).any()):
-            raise ValueError("interpolation='bicubic' is for the pil_* ops only: torchvision's affine and rotate "
-                             "have no bicubic for tensors")
+    if table is OPS:
+        interp = _interpolation(interpolation)
+    else:
+        codes, interp = _pil_entries(o, m, codes, params, k, h, w, interpolation, resample, ops.shape)
     if ops.dim() == 2:
         codes, params = codes.reshape(n, k), params.reshape(n, k, _NPARAMS)
-    return _run(batch, codes, params, 0 if bicubic else _interpolation(interpolation), _fill(fill, c))
+    return _run(batch, codes, params, interp, _fill(fill, c))
+
+
+@torch.compiler.disable  # Pillow's data are Python math per distinct magnitude: run eagerly under torch.compile
+def _pil_entries(o: torch.Tensor, m: torch.Tensor, codes: torch.Tensor, params: torch.Tensor, k: int, h: int,
+                 w: int, interpolation, resample: Optional[torch.Tensor], shape):
+    """The pil_* entries' codes and params (Pillow's data per distinct (op, magnitude), its filter per entry), and
+    the kernel's interpolation for torchvision's geometric entries (bicubic: none may be there)."""
+    mode = getattr(interpolation, "value", interpolation)
+    bicubic = isinstance(mode, str) and mode.lower() == "bicubic"
+    codes = _pil_params(o, m, codes, params, k, h, w, mode, resample, shape)
+    geometric = (codes == _AFFINE) | (codes == _ROT90) | (codes == _ROT180) | (codes == _ROT270)
+    if bicubic and bool((geometric & (o < _FIRST_PIL)).any()):
+        raise ValueError("interpolation='bicubic' is for the pil_* ops only: torchvision's affine and rotate have no "
+                         "bicubic for tensors")
+    return codes, (0 if bicubic else _interpolation(interpolation))
 
 
 def _pil_params(o: torch.Tensor, m: torch.Tensor, codes: torch.Tensor, params: torch.Tensor, k: int, h: int, w: int,
