@@ -113,6 +113,8 @@ def test_eval_in_place_conversion_is_checked_against_the_users_transforms():
     expected = torch.stack([preset(im) for im in images])
     for collate in (right, wrong):
         assert torch.equal(collate([(im, 0) for im in images])[0], expected)
+    cl = _quiet(from_pipeline, preset, memory_format=torch.channels_last)([(im, 0) for im in images])[0]
+    assert cl.is_contiguous(memory_format=torch.channels_last) and torch.equal(cl, expected)
 
 
 def test_eval_exact_false_is_the_fused_resize_within_one_step():

@@ -168,7 +168,7 @@ def from_pipeline(transform: Any, batch_transform: Any = None, *, generator: Opt
         _warn(Plan([s for s in plan.steps if s.how == "batch"]), warn)
         return PipelineCollate(plan, None, transform, batch, generator)
     if exact and not geo["train"]:
-        built = _exact_eval(transform, leaves, head_end, k, batch_transform, generator)
+        built = _exact_eval(transform, leaves, head_end, k, batch_transform, generator, memory_format)
         if built is not None:
             _warn(Plan([s for s in built.plan.steps if s.how == "batch"]), warn)
             return built
@@ -246,7 +246,7 @@ def from_pipeline(transform: Any, batch_transform: Any = None, *, generator: Opt
 
 
 def _exact_eval(transform: Any, leaves: List[Any], head_end: int, geo_end: int, batch_transform: Any,
-                generator: Optional[torch.Generator]) -> Optional[PipelineCollate]:
+                generator: Optional[torch.Generator], memory_format: torch.memory_format) -> Optional[PipelineCollate]:
     """The evaluation pipeline as :class:`ExactEvalCollate` (bit for bit the user's batches), or None when it has
     transforms other than conversions and one Normalize after its crop."""
     plan = Plan()
@@ -279,7 +279,7 @@ def _exact_eval(transform: Any, leaves: List[Any], head_end: int, geo_end: int, 
     batch = _batch_transforms(batch_transform, plan)
     plan.collate = {"exact": True}
     fused = ExactEvalCollate(leaves[:head_end], leaves[head_end:geo_end], convert, normalize,
-                             (scale, dtype, mean, std), batch, generator)
+                             (scale, dtype, mean, std), batch, generator, memory_format=memory_format)
     return PipelineCollate(plan, fused, transform, (), generator)
 
 

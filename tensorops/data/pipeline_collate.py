@@ -112,8 +112,10 @@ class ExactEvalCollate(Seeded):
 
     def __init__(self, head: Sequence[Any], geometry: Sequence[Any], convert: Any = None, normalize: Any = None,
                  direct: Optional[Tuple[str, torch.dtype, Any, Any]] = None, batch: Sequence[Any] = (),
-                 generator: Optional[torch.Generator] = None, channels: int = 3) -> None:
+                 generator: Optional[torch.Generator] = None, channels: int = 3,
+                 memory_format: torch.memory_format = torch.contiguous_format) -> None:
         self.head, self.geometry = tuple(head), tuple(geometry)
+        self.memory_format = memory_format
         self.convert, self.normalize, self.batch = convert, normalize, tuple(batch)
         self.generator = generator
         self.direct = direct if convert is not None and direct is not None and self._same(direct, channels) else None
@@ -183,8 +185,9 @@ class ExactEvalCollate(Seeded):
                 crop = self.crop(im)
                 if batch is None:
                     shape = (len(images),) + tuple(crop.shape)
-                    batch = _shared_batches.worker_batch(shape, self.direct[1], torch.contiguous_format)
-                    batch = torch.empty(shape, dtype=self.direct[1]) if batch is None else batch
+                    batch = _shared_batches.worker_batch(shape, self.direct[1], self.memory_format)
+                    batch = torch.empty(shape, dtype=self.direct[1], memory_format=self.memory_format) \
+                        if batch is None else batch
                 if tuple(crop.shape) != tuple(batch.shape[1:]):
                     raise RuntimeError(f"{_WHERE}sample {k}'s crop has shape {tuple(crop.shape)}, sample 0's "
                                        f"{tuple(batch.shape[1:])}: default_collate stacks equal shapes only")
@@ -194,7 +197,7 @@ class ExactEvalCollate(Seeded):
             batch = torch.stack(crops)
             if type(crops[0]) is not torch.Tensor:  # a tv_tensors.Image: v2 transforms dispatch on the type
                 batch = batch.as_subclass(type(crops[0]))
-            batch = self._as_given(batch)
+            batch = self._as_given(batch).contiguous(memory_format=self.memory_format)
         if self.batch:
             batch, labels = _augmenting.apply(self.batch, batch, labels, self._rng())
         return _shared_batches.shared(batch), labels
