@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import requires_compiled
+from conftest import CUDA_PARAM, requires_compiled
 
 import tensorops.augment as A  # noqa: E402
 from tensorops.augment import functional as AF  # noqa: E402
@@ -181,3 +181,22 @@ def test_pillow_ops_under_torch_compile_run_pillows_data_eagerly():
 
     torch._dynamo.reset()
     assert torch.equal(torch.compile(run)(batch), run(batch))
+
+
+@pytest.mark.parametrize("device", [CUDA_PARAM])
+def test_pillow_ops_on_cuda_equal_the_cpu_kernel(device):
+    """More samples than the kernel's parameters hold (the uploaded table), both filters, a fill, 1 and 3
+    channels: the CUDA kernel's Pillow geometry equals the CPU kernel's (held to Pillow above)."""
+    g = torch.Generator().manual_seed(12)
+    for c in (3, 1):
+        img = _image(45, 61, c, seed=c)
+        n = 50
+        ops = torch.tensor([len(AF.OPS) + (i % 5) for i in range(n)])
+        mags = (torch.rand(n, generator=g, dtype=torch.float64) * 2 - 1) * torch.tensor(
+            [30.0, 0.3, 0.3, 20.0, 20.0] * 10, dtype=torch.float64)
+        resample = torch.randint(1, 3, (n,), generator=g)
+        batch = img.expand(n, -1, -1, -1).contiguous()
+        fill = list(FILL[:c]) if c == 3 else [FILL[0]]
+        want = AF._apply(batch, ops, mags, "bicubic", fill, resample, AF._ALL_OPS)
+        got = AF._apply(batch.to(device), ops, mags, "bicubic", fill, resample, AF._ALL_OPS)
+        assert torch.equal(got.cpu(), want)
