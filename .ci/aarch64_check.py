@@ -31,12 +31,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # (file, a piece of the loop's line): the baseline build's per-element loops that must become NEON code
 LOOPS = [
     ("csrc/cpu/augment_loops_colour.h", "y[j] = augment::brightness("),
-    ("csrc/cpu/augment_loops_colour.h", "y[j] = augment::blend(static_cast<float>(x[j]), mean, f, a)"),
+    ("csrc/cpu/augment_loops_colour.h", "y[j] = augment::blend<kHardFma>(static_cast<float>(x[j]), mean, f, a)"),
     ("csrc/cpu/augment_loops_colour.h", "y[j] = augment::autocontrast("),
     ("csrc/cpu/augment_loops_colour.h", "y[j] = x[j] & m;"),
     ("csrc/cpu/augment_loops_colour.h", "const int sum8 = up[j - 1]"),  # sharpness
     ("csrc/cpu/augment_loops_colour.h", "augment::hue(r[j], g[j], b[j], hf, ro, go, bo);"),
-    ("csrc/cpu/augment_loops_colour.h", "yr[j] = augment::blend(R, gray, f0, f1);"),  # saturation
+    ("csrc/cpu/augment_loops_colour.h", "yr[j] = augment::blend<kHardFma>(R, gray, f0, f1);"),  # saturation
     ("csrc/cpu/normalize_loops.h", "y[t] = math::cast_out<out_t>(value(t));"),
     ("csrc/cpu/resize_loops.h", "acc += q[k] * p[k * TENSOROPS_NC + c];"),  # the horizontal pass's taps
     ("csrc/cpu/resize_vertical.h", "out[u] += wk * static_cast<acc_t>(r[u * es]);"),  # the vertical pass

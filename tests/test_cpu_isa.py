@@ -3,9 +3,10 @@ values. One battery of ops (clamp with number, per-channel, channels-last and el
 dtype, NaN included; clamp's fused backward; the list clamp; normalize to three dtypes and three layouts;
 crop_mirror_normalize; resized_crop_mirror_normalize; tensorops.augment's ops) runs in a fresh process per build
 (and the AVX-512 build once more without its VBMI paths), with TENSOROPS_CPU_ISA capping the build, which the
-process reports back. Each result must equal torch's (or tensorops.reference's, within float32 rounding) in
-that process, and the builds' results must be bit-identical to each other, but for normalize's x * a + b,
-which the FMA builds round once and the baseline build twice."""
+process reports back (and the baseline build once more as a CPU without FMA runs it: TENSOROPS_CPU_ISA=base-nofma).
+Each result must equal torch's (or tensorops.reference's, within float32 rounding) in that process, and the
+builds' results must be bit-identical to each other, but for normalize's x * a + b, which the FMA builds round once
+and the baseline build twice."""
 from __future__ import annotations
 
 import os
@@ -152,8 +153,10 @@ def test_every_cpu_build_gives_torchs_values_and_the_same_bits(tmp_path):
     if best == "base" and os.environ.get("TENSOROPS_CPU_ISA") is None:
         pytest.skip("this CPU (or compiler) has only the baseline build: nothing to compare it with")
     results = {}
-    # avx512-novbmi: the AVX-512 build without its VBMI byte-permute paths (the same build name)
-    for isa in ISAS[: ISAS.index(best) + 1] + (("avx512-novbmi",) if best == "avx512" else ()):
+    # avx512-novbmi: the AVX-512 build without its VBMI byte-permute paths; base-nofma: the baseline build as a CPU
+    # without FMA runs it (augment's fused multiply-adds in double arithmetic, math/augment.h's fma_soft), where
+    # "base" on a CPU with FMA runs augment's FMA variant (the same build names)
+    for isa in ISAS[: ISAS.index(best) + 1] + ("base-nofma",) + (("avx512-novbmi",) if best == "avx512" else ()):
         ran = _run(isa, str(tmp_path / f"{isa}.pt"))
         assert ran == isa.split("-")[0], f"asked for the {isa} build, the process ran {ran}"
         results[isa] = torch.load(tmp_path / f"{isa}.pt")

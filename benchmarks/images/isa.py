@@ -7,7 +7,8 @@ albumentations and DALI's CPU operators where they are installed (benchmarks/ima
 
 Each build runs in a process of its own (``TENSOROPS_CPU_ISA`` caps tensorops' build, ``ATEN_CPU_CAPABILITY``
 torch's: an AVX2-only machine runs torch's AVX2 kernels; ``base`` leaves torch's choice as it is, torch has no
-baseline level of its own on x86). The AVX2 and baseline figures of an AVX-512 machine are those builds on this
+baseline level of its own on x86; on a CPU with FMA the baseline build's augment loops run their FMA variant, and
+``--isas base-nofma`` runs them as a CPU without FMA does). The AVX2 and baseline figures of an AVX-512 machine are those builds on this
 core at its clock: a machine without AVX-512 may clock and cache differently. Rows: the functional ops at
 magnitudes the policies draw (one per sample), ColorJitter(0.4, 0.4, 0.4, 0.1), TrivialAugmentWide, RandAugment,
 AutoAugment and AugMix on the batch (tensorops) against the same transforms per image (torchvision v2), and the
@@ -35,8 +36,11 @@ from benchmarks.machine import machine_info
 from benchmarks.peers import opencv_isa_env
 from benchmarks.timing import measure_interleaved, spread
 
-ISAS = ("avx512", "avx2", "base")
-ATEN = {"avx512": "avx512", "avx2": "avx2", "base": None}
+# base-nofma (on request: --isas base-nofma): the baseline build as an x86 CPU without FMA runs it, where "base" on
+# a CPU with FMA runs augment's FMA variant (csrc/include/tensorops/cpu_isa.h)
+ISAS = ("avx512", "avx2", "base", "base-nofma")
+DEFAULT_ISAS = ISAS[:3]
+ATEN = {"avx512": "avx512", "avx2": "avx2", "base": None, "base-nofma": None}
 N, SIDE = 32, 224
 
 
@@ -122,7 +126,10 @@ def child(out: str, rounds: int, min_run_time: float, n: int, side: int) -> None
     except ImportError:  # no scikit-image: the photo-like set
         batch = image_batch(SYNTH, N, SIDE)
         images = SYNTH
-    result = {"isa": tensorops._extension._C.cpu_isa(), "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+    isa = tensorops._extension._C.cpu_isa()
+    if isa == "base" and os.environ.get("TENSOROPS_CPU_ISA") == "base-nofma":
+        isa = "base-nofma"
+    result = {"isa": isa, "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
               "images": images, "rows": []}
     for name, fns in _rows(batch, tv).items():
         samples = measure_interleaved(fns, min_run_time, rounds)
@@ -144,7 +151,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--min-run-time", type=float, default=0.5)
     p.add_argument("--load", type=int, default=0, metavar="N")
     p.add_argument("--load-limit", type=float, default=DEFAULT_LIMIT_S, metavar="S")
-    p.add_argument("--isas", default=",".join(ISAS), help="the builds to run (those this CPU has)")
+    p.add_argument("--isas", default=",".join(DEFAULT_ISAS),
+                   help="the builds to run (those this CPU has; base-nofma on request)")
     p.add_argument("--images", type=int, default=N, help="images per batch (default 32)")
     p.add_argument("--side", type=int, default=SIDE, help="the batch's side and the resize's output (default 224)")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)

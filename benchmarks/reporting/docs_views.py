@@ -203,7 +203,7 @@ def view_recipes(path: str, result: Dict[str, Any]) -> Table:
             "vs torchvision v2", "vs the recipe's reference"], rows
 
 
-ISA_NAMES = {"avx512": "AVX-512", "avx2": "AVX2", "base": "baseline"}
+ISA_NAMES = {"avx512": "AVX-512", "avx2": "AVX2", "base": "baseline", "base-nofma": "baseline without FMA"}
 ISA_PEERS = ("torchvision", "albumentations", "DALI CPU", "decode_jpeg + resize")
 
 

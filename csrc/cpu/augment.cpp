@@ -1,7 +1,9 @@
 // tensorops.augment on the CPU: one task per sample (its op read from the table), over threads where parallel.h's
-// policy says they pay. Each op's loops (augment_loops.h) are built for AVX-512, AVX2+FMA and baseline x86-64
-// (cpu_isa.h). fp-contract off: torch rounds every op of these compositions on its own (math/augment.h), so g++
-// must not fuse a multiply and an add that torch rounds twice; the fused ones are explicit std::fma.
+// policy says they pay. Each op's loops (augment_loops.h) are built for AVX-512, AVX2+FMA and baseline x86-64, and
+// the baseline once more with FMA (cpu_isa.h): the baseline build without it rounds torch's fused multiply-adds in
+// double arithmetic (math/augment.h's fma_soft). fp-contract off: torch rounds every op of these compositions on
+// its own (math/augment.h), so g++ must not fuse a multiply and an add that torch rounds twice; the fused ones are
+// explicit (fma_rn).
 #pragma GCC optimize("fp-contract=off")
 #include <algorithm>
 #include <cmath>
@@ -58,6 +60,13 @@ constexpr bool kAvx2Taps = false;
 constexpr bool kAvx2Pointwise = false;
 #include "augment_loops.h"
 TENSOROPS_END_BUILDS
+#if TENSOROPS_CPU_AVX2
+TENSOROPS_BASE_FMA_BUILD
+constexpr bool kAvx2Taps = false;
+constexpr bool kAvx2Pointwise = false;
+#include "augment_loops.h"
+TENSOROPS_END_BASE_FMA_BUILD
+#endif
 
 template <typename V, typename T>
 V view_of(T* base, const at::Tensor& t, int64_t n) {
@@ -135,7 +144,7 @@ void run_apply(augment_host::Setup& s) {
       const Dest dst = view_of<Dest>(y, s.out, n);
       if (count == 0) {
         // identity: a copy
-        TENSOROPS_CPU_DISPATCH(apply_sample)(ops[0], src0, dst, C, H, W, s.has_fill, s.fill, fused_grid);
+        TENSOROPS_CPU_DISPATCH_FMA(apply_sample)(ops[0], src0, dst, C, H, W, s.has_fill, s.fill, fused_grid);
         continue;
       }
       if (count > 1 && scratch.empty()) scratch.resize(static_cast<size_t>(2 * C * H * W));
@@ -148,7 +157,7 @@ void run_apply(augment_host::Setup& s) {
           uint8_t* buf = scratch.data() + (turn++ % 2) * C * H * W;
           to = Dest{buf, H * W, W, 1};
         }
-        TENSOROPS_CPU_DISPATCH(apply_sample)(ops[k], src, to, C, H, W, s.has_fill, s.fill, fused_grid);
+        TENSOROPS_CPU_DISPATCH_FMA(apply_sample)(ops[k], src, to, C, H, W, s.has_fill, s.fill, fused_grid);
         src = View{to.p, to.sc, to.sh, to.sw};
       }
     }
@@ -162,7 +171,7 @@ void run_erase(augment_host::EraseSetup& s) {
   parallel_for_bytes(0, s.N, 2 * s.out.numel(), [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
       const View src = s.per_pixel ? view_of<View>(v, s.value, n) : View{nullptr, 0, 0, 0};
-      TENSOROPS_CPU_DISPATCH(erase_sample)(view_of<View>(x, s.in, n), view_of<Dest>(y, s.out, n), s.C, s.H, s.W,
+      TENSOROPS_CPU_DISPATCH_FMA(erase_sample)(view_of<View>(x, s.in, n), view_of<Dest>(y, s.out, n), s.C, s.H, s.W,
                          s.boxes.data() + 4 * n, s.per_pixel ? nullptr : v + n * s.value.stride(0),
                          s.per_pixel ? &src : nullptr);
     }
@@ -179,7 +188,7 @@ void run_mix(augment_host::MixSetup& s) {
   const int64_t per = s.per_sample;
   parallel_for_bytes(0, s.N, (2 + k) * s.out.numel(), [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n)
-      TENSOROPS_CPU_DISPATCH(mix_sample)(x + n * per, a, k, n * per, w + n * (1 + k), y + n * per, per);
+      TENSOROPS_CPU_DISPATCH_FMA(mix_sample)(x + n * per, a, k, n * per, w + n * (1 + k), y + n * per, per);
   });
 }
 

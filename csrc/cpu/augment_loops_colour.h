@@ -17,7 +17,7 @@ TENSOROPS_COLOUR_LOOP inline void row_pointwise(const augment::Sample& sm, const
     }
     case augment::kContrast: {
       const float f = sm.f0, a = sm.f1;
-      for (int64_t j = j0; j < n; ++j) y[j] = augment::blend(static_cast<float>(x[j]), mean, f, a);
+      for (int64_t j = j0; j < n; ++j) y[j] = augment::blend<kHardFma>(static_cast<float>(x[j]), mean, f, a);
       break;
     }
     case augment::kPosterize: {
@@ -51,7 +51,7 @@ TENSOROPS_COLOUR_LOOP inline int64_t row_luma_sum(const uint8_t* __restrict r, c
                             int64_t n) {
   int32_t sum = 0;  // at most 255 * n: n < 2^23 per row
   for (int64_t j = 0; j < n; ++j)
-    sum += static_cast<int32_t>(augment::luma(static_cast<float>(r[j]), static_cast<float>(g[j]),
+    sum += static_cast<int32_t>(augment::luma<kHardFma>(static_cast<float>(r[j]), static_cast<float>(g[j]),
                                               static_cast<float>(b[j])));
   return sum;
 }
@@ -76,17 +76,17 @@ TENSOROPS_COLOUR_LOOP inline void row_saturation(const uint8_t* __restrict r, co
 #endif
   for (int64_t j = j0; j < n; ++j) {
     const float R = r[j], G = g[j], B = b[j];
-    const float gray = augment::floor_small(augment::luma(R, G, B));
-    yr[j] = augment::blend(R, gray, f0, f1);
-    yg[j] = augment::blend(G, gray, f0, f1);
-    yb[j] = augment::blend(B, gray, f0, f1);
+    const float gray = augment::floor_small(augment::luma<kHardFma>(R, G, B));
+    yr[j] = augment::blend<kHardFma>(R, gray, f0, f1);
+    yg[j] = augment::blend<kHardFma>(G, gray, f0, f1);
+    yb[j] = augment::blend<kHardFma>(B, gray, f0, f1);
   }
 }
 
 inline void row_grayscale(const uint8_t* __restrict r, const uint8_t* __restrict g, const uint8_t* __restrict b,
                           uint8_t* __restrict yr, uint8_t* __restrict yg, uint8_t* __restrict yb, int64_t n) {
   for (int64_t j = 0; j < n; ++j) {
-    const uint8_t l = augment::to_u8(augment::luma(static_cast<float>(r[j]), static_cast<float>(g[j]),
+    const uint8_t l = augment::to_u8(augment::luma<kHardFma>(static_cast<float>(r[j]), static_cast<float>(g[j]),
                                                    static_cast<float>(b[j])));
     yr[j] = l;
     yg[j] = l;
@@ -118,7 +118,7 @@ TENSOROPS_COLOUR_LOOP inline void row_sharpen(const uint8_t* __restrict up, cons
 #endif
   for (int64_t j = j0; j < w - 1; ++j) {
     const int sum8 = up[j - 1] + up[j] + up[j + 1] + xr[j - 1] + xr[j + 1] + dn[j - 1] + dn[j] + dn[j + 1];
-    yr[j] = augment::sharpen(xr[j], sum8, alpha);
+    yr[j] = augment::sharpen<kHardFma>(xr[j], sum8, alpha);
   }
   yr[w - 1] = xr[w - 1];
 }
@@ -163,7 +163,7 @@ inline void lut_op(const augment::Sample& sm, const View& x, const Dest& y, int6
         sum += row_luma_sum(xr, xr + x.sc, xr + 2 * x.sc, W);
       } else if (C == 3) {
         for (int64_t j = 0; j < W; ++j)
-          sum += static_cast<int32_t>(augment::luma(static_cast<float>(xr[j * x.sw]),
+          sum += static_cast<int32_t>(augment::luma<kHardFma>(static_cast<float>(xr[j * x.sw]),
                                                     static_cast<float>(xr[x.sc + j * x.sw]),
                                                     static_cast<float>(xr[2 * x.sc + j * x.sw])));
       } else {
@@ -205,7 +205,7 @@ inline void lut_op(const augment::Sample& sm, const View& x, const Dest& y, int6
   }
   if (sm.op != augment::kEqualize)
     for (int64_t c = 0; c < C; ++c)
-      for (int v = 0; v < 256; ++v) lut[c][v] = augment::lut_entry(sm, v, mean, lo[c], hi[c]);
+      for (int v = 0; v < 256; ++v) lut[c][v] = augment::lut_entry<kHardFma>(sm, v, mean, lo[c], hi[c]);
   for (int64_t c = 0; c < C; ++c) {
     const uint8_t* t = lut[c];
     for (int64_t i = 0; i < H; ++i) {
@@ -242,14 +242,14 @@ inline void rgb_op(const augment::Sample& sm, const View& x, const Dest& y, int6
       const float f0 = sm.f0, f1 = sm.f1;
       for (int64_t j = 0; j < W; ++j) {
         const float R = r[j * xs], G = g[j * xs], B = b[j * xs];
-        const float gray = augment::floor_small(augment::luma(R, G, B));
-        yr[j * ys] = augment::blend(R, gray, f0, f1);
-        yg[j * ys] = augment::blend(G, gray, f0, f1);
-        yb[j * ys] = augment::blend(B, gray, f0, f1);
+        const float gray = augment::floor_small(augment::luma<kHardFma>(R, G, B));
+        yr[j * ys] = augment::blend<kHardFma>(R, gray, f0, f1);
+        yg[j * ys] = augment::blend<kHardFma>(G, gray, f0, f1);
+        yb[j * ys] = augment::blend<kHardFma>(B, gray, f0, f1);
       }
     } else if (sm.op == augment::kGrayscale) {
       for (int64_t j = 0; j < W; ++j) {
-        const uint8_t l = augment::to_u8(augment::luma(r[j * xs], g[j * xs], b[j * xs]));
+        const uint8_t l = augment::to_u8(augment::luma<kHardFma>(r[j * xs], g[j * xs], b[j * xs]));
         yr[j * ys] = l;
         yg[j * ys] = l;
         yb[j * ys] = l;
@@ -289,7 +289,7 @@ inline void sharpness_op(const augment::Sample& sm, const View& x, const Dest& y
       for (int64_t j = 1; j < W - 1; ++j) {
         const int sum8 = up[(j - 1) * s] + up[j * s] + up[(j + 1) * s] + xr[(j - 1) * s] + xr[(j + 1) * s] +
                          dn[(j - 1) * s] + dn[j * s] + dn[(j + 1) * s];
-        yr[j * y.sw] = augment::sharpen(xr[j * s], sum8, alpha);
+        yr[j * y.sw] = augment::sharpen<kHardFma>(xr[j * s], sum8, alpha);
       }
     }
   }

@@ -49,7 +49,7 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
         if (offsets32) {  // int32 arithmetic, the coordinates selected before their conversion: vectorizes on AVX2
           for (int64_t t = 0; t < m; ++t) {
             float ix, iy;
-            augment::affine_source(tt, i, j0 + t, H, W, ix, iy, kFusedGrid);
+            augment::affine_source<kHardFma>(tt, i, j0 + t, H, W, ix, iy, kFusedGrid);
             const float rx = augment::round_even(ix), ry = augment::round_even(iy);
             const bool in = (rx >= 0.f) & (ry >= 0.f) & (rx < fw) & (ry < fh);
             const int32_t sx = static_cast<int32_t>(in ? rx : 0.f), sy = static_cast<int32_t>(in ? ry : 0.f);
@@ -59,7 +59,7 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
         } else {
           for (int64_t t = 0; t < m; ++t) {
             float ix, iy;
-            augment::affine_source(tt, i, j0 + t, H, W, ix, iy, kFusedGrid);
+            augment::affine_source<kHardFma>(tt, i, j0 + t, H, W, ix, iy, kFusedGrid);
             const float rx = augment::round_even(ix), ry = augment::round_even(iy);
             const bool in = (rx >= 0.f) & (ry >= 0.f) & (rx < fw) & (ry < fh);
             const int64_t sx = in ? static_cast<int64_t>(rx) : 0, sy = in ? static_cast<int64_t>(ry) : 0;
@@ -97,7 +97,7 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
 #endif
         for (int64_t t = done; t < m; ++t) {
           float ix, iy;
-          augment::affine_source(tt, i, j0 + t, H, W, ix, iy, kFusedGrid);
+          augment::affine_source<kHardFma>(tt, i, j0 + t, H, W, ix, iy, kFusedGrid);
           const augment::Taps tp = augment::bilinear_taps(ix, iy, H, W);
           wt[0][t] = tp.w0;
           wt[1][t] = tp.w1;
@@ -143,7 +143,7 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
           const float mask = augment::add_rn(augment::add_rn(augment::add_rn(w0, w1), w2), w3);
           for (int64_t c = 0; c < C; ++c) {
             const uint8_t* xc = x.p + c * x.sc;
-            const float out = augment::bilinear_sum(xc[o0], xc[o1], xc[o2], xc[o3], w0, w1, w2, w3);
+            const float out = augment::bilinear_sum<kHardFma>(xc[o0], xc[o1], xc[o2], xc[o3], w0, w1, w2, w3);
             yr[t * y.sw + c * y.sc] = augment::bilinear_finish(out, mask, has_fill, has_fill ? fill[c] : 0.f);
           }
         }

@@ -16,7 +16,8 @@
 // the CUDA kernels, fuse normalize's x * a + b into one rounding (FMA) where the baseline build rounds twice
 // (one unit in the last place at most). Each build sits in its own namespace (avx512, avx2, base) that defines
 // `constexpr bool kF16C`: whether the loops may store half outputs with the F16C instruction (store_half_f16c,
-// below; normalize_loops.h's `emit` does so).
+// below; normalize_loops.h's `emit` does so), and `constexpr bool kHardFma`: whether the build has the FMA
+// instruction (the augment loops' fused operations are exact either way: math/augment.h's fma_rn).
 //
 // Why a third build: torch's own CPU kernels run AVX-512 where the CPU has it, and on the memory-bound passes
 // (clamp of a (32, 3, 224, 224) batch, 38.5 MB of traffic, much of it in the 32 MB L3) the AVX2 loops were a few
@@ -56,7 +57,7 @@ inline int cpu_isa_level() {
     const char* cap = std::getenv("TENSOROPS_CPU_ISA");
     if (cap != nullptr) {
       const std::string c(cap);
-      if (c == "base") best = 0;
+      if (c == "base" || c == "base-nofma") best = 0;
       else if (c == "avx2" && best > 1) best = 1;
     }
     return best;
@@ -74,6 +75,22 @@ inline bool cpu_vbmi() {
     const char* cap = std::getenv("TENSOROPS_CPU_ISA");
     return cpu_isa_level() == 2 && __builtin_cpu_supports("avx512vbmi") &&
            !(cap != nullptr && std::string(cap) == "avx512-novbmi");
+  }();
+  return on;
+#else
+  return false;
+#endif
+}
+
+// Whether the baseline build may run its FMA variant (x86 only; TENSOROPS_BASE_FMA_BUILD below): the baseline build
+// runs, the CPU has FMA (and so AVX: AMD's Piledriver to Excavator have them without AVX2, and every AVX2 CPU capped
+// at base), and TENSOROPS_CPU_ISA is not base-nofma (which runs the build as a CPU without FMA does).
+inline bool cpu_base_fma() {
+#if TENSOROPS_CPU_AVX2
+  static const bool on = [] {
+    const char* cap = std::getenv("TENSOROPS_CPU_ISA");
+    return cpu_isa_level() == 0 && __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx") &&
+           !(cap != nullptr && std::string(cap) == "base-nofma");
   }();
   return on;
 #else
@@ -115,20 +132,57 @@ __attribute__((target("avx2,fma,f16c"))) inline void store_half_f16c(c10::Half* 
 #define TENSOROPS_CPU_DISPATCH(...) (base::__VA_ARGS__)
 #endif
 
-// The three builds of a loop header (see the top of this file).
+// Whether the baseline build has a fused multiply-add instruction: on aarch64 (and the other 64-bit targets torch
+// builds for) it does; x86-64's baseline has none, so there math/augment.h's fma_rn<false> rounds once in double
+// arithmetic instead of calling libm's fmaf per value.
+#if defined(__x86_64__) && !defined(__FMA__)
+#define TENSOROPS_BASE_HARD_FMA false
+#else
+#define TENSOROPS_BASE_HARD_FMA true
+#endif
+
+// The three builds of a loop header (see the top of this file). Each defines kF16C and kHardFma (whether the
+// build has the FMA instruction; the loops pass it to math/augment.h's fused operations).
 #define TENSOROPS_AVX512_BUILD \
   TENSOROPS_BEGIN_AVX512       \
   namespace avx512 {           \
-  constexpr bool kF16C = true;
+  constexpr bool kF16C = true; \
+  constexpr bool kHardFma = true;
 #define TENSOROPS_AVX2_BUILD \
   }                          \
   TENSOROPS_END_ISA          \
   TENSOROPS_BEGIN_AVX2       \
   namespace avx2 {           \
-  constexpr bool kF16C = true;
+  constexpr bool kF16C = true; \
+  constexpr bool kHardFma = true;
 #define TENSOROPS_BASE_BUILD \
   }                          \
   TENSOROPS_END_ISA          \
   namespace base {           \
-  constexpr bool kF16C = false;
+  constexpr bool kF16C = false; \
+  constexpr bool kHardFma = TENSOROPS_BASE_HARD_FMA;
 #define TENSOROPS_END_BUILDS }
+
+// x86's baseline build once more with FMA, for a family whose math fuses multiply-adds (augment: math/augment.h's
+// fma_rn, which the plain baseline build emulates in double arithmetic), after TENSOROPS_END_BUILDS:
+//
+//   TENSOROPS_BASE_FMA_BUILD
+//   #include "augment_loops.h"
+//   TENSOROPS_END_BASE_FMA_BUILD
+//
+// (inside #if TENSOROPS_CPU_AVX2) and TENSOROPS_CPU_DISPATCH_FMA(fn) in place of TENSOROPS_CPU_DISPATCH(fn).
+// 128-bit vectors, as the baseline build's (and NEON's) are. Where the baseline build has the instruction already
+// (aarch64) there is no variant.
+#if TENSOROPS_CPU_AVX2
+#define TENSOROPS_BASE_FMA_BUILD                                                                  \
+  _Pragma("GCC push_options") _Pragma("GCC target(\"fma,prefer-vector-width=128\")") namespace base_fma { \
+  constexpr bool kF16C = false;                                                                   \
+  constexpr bool kHardFma = true;
+#define TENSOROPS_END_BASE_FMA_BUILD \
+  }                                  \
+  TENSOROPS_END_ISA
+#define TENSOROPS_CPU_DISPATCH_FMA(...) \
+  (::tensorops::cpu_base_fma() ? base_fma::__VA_ARGS__ : TENSOROPS_CPU_DISPATCH(__VA_ARGS__))
+#else
+#define TENSOROPS_CPU_DISPATCH_FMA(...) TENSOROPS_CPU_DISPATCH(__VA_ARGS__)
+#endif
