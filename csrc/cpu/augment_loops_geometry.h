@@ -18,6 +18,7 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
   alignas(64) uint8_t ok[4][kChunk];
   alignas(64) int32_t tap_x[kChunk], tap_y[kChunk];
   alignas(64) uint8_t res[3][kChunk];
+  alignas(64) uint8_t tv[4][kChunk];  // the baseline build's bilinear: one channel's tap values
   // bilinear with AVX-512 or AVX2 gathers: each plane copied once, contiguous and padded by 4 bytes on both sides
   // (a gather reads a 32-bit word at a tap pair's byte offset, from one byte before the image)
   std::vector<uint8_t> padded;
@@ -136,16 +137,28 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
           off[2][t] = ok[2][t] ? base + xsh : 0;
           off[3][t] = ok[3][t] ? base + xsh + xsw : 0;
         }
+        // per channel: the taps' values gathered (scalar loads), then the sums in a loop of their own, which
+        // vectorizes (SSE2, NEON), into the row or a contiguous buffer
+        alignas(64) float mask[kChunk];
+        for (int64_t t = 0; t < m; ++t)
+          mask[t] = augment::add_rn(augment::add_rn(augment::add_rn(wt[0][t], wt[1][t]), wt[2][t]), wt[3][t]);
         uint8_t* yr = y.p + i * y.sh + j0 * y.sw;
-        for (int64_t t = 0; t < m; ++t) {
-          const int64_t o0 = off[0][t], o1 = off[1][t], o2 = off[2][t], o3 = off[3][t];
-          const float w0 = wt[0][t], w1 = wt[1][t], w2 = wt[2][t], w3 = wt[3][t];
-          const float mask = augment::add_rn(augment::add_rn(augment::add_rn(w0, w1), w2), w3);
-          for (int64_t c = 0; c < C; ++c) {
-            const uint8_t* xc = x.p + c * x.sc;
-            const float out = augment::bilinear_sum<kHardFma>(xc[o0], xc[o1], xc[o2], xc[o3], w0, w1, w2, w3);
-            yr[t * y.sw + c * y.sc] = augment::bilinear_finish(out, mask, has_fill, has_fill ? fill[c] : 0.f);
+        for (int64_t c = 0; c < C; ++c) {
+          const uint8_t* xc = x.p + c * x.sc;
+          for (int64_t t = 0; t < m; ++t) {
+            tv[0][t] = xc[off[0][t]];
+            tv[1][t] = xc[off[1][t]];
+            tv[2][t] = xc[off[2][t]];
+            tv[3][t] = xc[off[3][t]];
           }
+          uint8_t* out = y.sw == 1 ? yr + c * y.sc : res[0];
+          const float fc = has_fill ? fill[c] : 0.f;
+          for (int64_t t = 0; t < m; ++t)
+            out[t] = augment::bilinear_finish(augment::bilinear_sum<kHardFma>(tv[0][t], tv[1][t], tv[2][t], tv[3][t],
+                                                                             wt[0][t], wt[1][t], wt[2][t], wt[3][t]),
+                                              mask[t], has_fill, fc);
+          if (y.sw != 1)
+            for (int64_t t = 0; t < m; ++t) yr[t * y.sw + c * y.sc] = res[0][t];
         }
       }
     }

@@ -11,6 +11,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "tensorops/macros.h"
 
@@ -129,10 +130,27 @@ TENSOROPS_AUGMENT_INLINE float fma_rn(float a, float b, float c) {
 // the Python double constant as torch's float32 kernel sees it
 TENSOROPS_AUGMENT_INLINE float k(double v) { return static_cast<float>(v); }
 
-// floor of a float of magnitude below 2^31 through the integer conversion (exact; vectorizes where floorf may not)
+// floor of a float of magnitude below 2^31 through the integer conversion (exact; vectorizes where floorf may not).
+// The correction is in integers: a conditional float subtraction stops GCC's vectorizer where the vectors have no
+// masks and floating-point operations may trap (the baseline build, SSE2 and NEON).
 TENSOROPS_AUGMENT_INLINE float floor_small(float v) {
-  const float t = static_cast<float>(static_cast<int32_t>(v));  // truncation toward zero
-  return t > v ? t - 1.f : t;
+  const int32_t i = static_cast<int32_t>(v);  // truncation toward zero
+  return static_cast<float>(i - static_cast<int32_t>(static_cast<float>(i) > v));
+}
+
+// k ? v : +0, with v computed either way. On the host as a mask of v's bits: GCC sinks a product that only one arm
+// of a select uses into a branch, which its vectorizer then cannot take where the vectors have no masks and
+// floating-point operations may trap (floor_small above).
+TENSOROPS_AUGMENT_INLINE float keep_if(bool k, float v) {
+#ifdef __CUDA_ARCH__
+  return k ? v : 0.f;
+#else
+  uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  u &= 0u - static_cast<uint32_t>(k);
+  std::memcpy(&v, &u, sizeof v);
+  return v;
+#endif
 }
 
 TENSOROPS_AUGMENT_INLINE float clamp_to(float v, float lo, float hi) {
@@ -358,10 +376,10 @@ TENSOROPS_AUGMENT_INLINE Taps bilinear_taps(float ix, float iy, int64_t h, int64
   t.k3 = ys_in & xe_in;
   // a tap outside reads 0 in torch (0 * w); its weight is zeroed here instead (v * 0): the same +0 for the finite,
   // non-negative values and weights of an image
-  t.w0 = t.k0 ? mul_rn(so, ea) : 0.f;
-  t.w1 = t.k1 ? mul_rn(so, we) : 0.f;
-  t.w2 = t.k2 ? mul_rn(no, ea) : 0.f;
-  t.w3 = t.k3 ? mul_rn(no, we) : 0.f;
+  t.w0 = keep_if(t.k0, mul_rn(so, ea));
+  t.w1 = keep_if(t.k1, mul_rn(so, we));
+  t.w2 = keep_if(t.k2, mul_rn(no, ea));
+  t.w3 = keep_if(t.k3, mul_rn(no, we));
   return t;
 }
 
