@@ -195,9 +195,11 @@ inline void lut_op(const augment::Sample& sm, const View& x, const Dest& y, int6
   const bool same_for_channels = sm.op != augment::kEqualize && sm.op != augment::kAutocontrast;
   if (sm.op != augment::kEqualize && (planar || (pixel_rows && same_for_channels))) {
     if (planar) {
+      const bool whole = x.sh == W && y.sh == W;  // each plane one row of H * W
       for (int64_t c = 0; c < C; ++c)
-        for (int64_t i = 0; i < H; ++i)
-          row_pointwise(sm, x.p + c * x.sc + i * x.sh, y.p + c * y.sc + i * y.sh, W, mean, lo[c], hi[c]);
+        for (int64_t i = 0; i < (whole ? 1 : H); ++i)
+          row_pointwise(sm, x.p + c * x.sc + i * x.sh, y.p + c * y.sc + i * y.sh, whole ? H * W : W, mean, lo[c],
+                        hi[c]);
     } else {
       for (int64_t i = 0; i < H; ++i) row_pointwise(sm, x.p + i * x.sh, y.p + i * y.sh, W * C, mean, 0.f, 0.f);
     }
