@@ -91,10 +91,25 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
           }
         }
       } else {  // bilinear: weights, the north-west tap and the inside flags per column, then a gather per channel
-        int64_t done = 0;
+        // the padded planes and the output rows, where the vector rows run (AVX-512, AVX2)
+        const uint8_t* planes[3] = {nullptr, nullptr, nullptr};
+        uint8_t* rows[3] = {nullptr, nullptr, nullptr};
+        float fills[3] = {0.f, 0.f, 0.f};
+        if (!padded.empty())
+          for (int64_t c = 0; c < C; ++c) {
+            planes[c] = padded.data() + c * (H * W + 8) + 4;
+            rows[c] = y.sw == 1 ? y.p + c * y.sc + i * y.sh + j0 : res[c];
+            if (has_fill) fills[c] = fill[c];
+          }
+        int64_t start = 0;  // outputs [0, start) written with their taps in registers (the AVX2 build)
+        int64_t done = 0;   // taps in the arrays from start to done
 #if TENSOROPS_CPU_AVX2
-        if constexpr (kAvx2Taps)
-          done = bilinear_taps_avx2(tt, i, j0, m, H, W, kFusedGrid, wt[0], ok[0], kChunk, tap_x, tap_y);
+        if constexpr (kAvx2Taps) {
+          if (!padded.empty())
+            start = bilinear_affine_row(tt, i, j0, m, kFusedGrid, planes, rows, C, H, W, has_fill, fills);
+          done = start + bilinear_taps_avx2(tt, i, j0 + start, m - start, H, W, kFusedGrid, wt[0] + start,
+                                            ok[0] + start, kChunk, tap_x + start, tap_y + start);
+        }
 #endif
         for (int64_t t = done; t < m; ++t) {
           float ix, iy;
@@ -112,17 +127,13 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
           ok[3][t] = tp.k3;
         }
         if (!padded.empty()) {  // AVX-512 or AVX2: 16 or 8 outputs at a time from the padded planes
-          const uint8_t* oks[4] = {ok[0], ok[1], ok[2], ok[3]};
-          const float* wts[4] = {wt[0], wt[1], wt[2], wt[3]};
-          const uint8_t* planes[3];
-          uint8_t* rows[3];
-          float fills[3] = {0.f, 0.f, 0.f};
-          for (int64_t c = 0; c < C; ++c) {
-            planes[c] = padded.data() + c * (H * W + 8) + 4;
-            rows[c] = y.sw == 1 ? y.p + c * y.sc + i * y.sh + j0 : res[c];
-            if (has_fill) fills[c] = fill[c];
+          if (start < m) {
+            const uint8_t* oks[4] = {ok[0] + start, ok[1] + start, ok[2] + start, ok[3] + start};
+            const float* wts[4] = {wt[0] + start, wt[1] + start, wt[2] + start, wt[3] + start};
+            uint8_t* rest[3] = {nullptr, nullptr, nullptr};
+            for (int64_t c = 0; c < C; ++c) rest[c] = rows[c] + start;
+            bilinear_row(planes, rest, C, H, W, tap_x + start, tap_y + start, oks, wts, m - start, has_fill, fills);
           }
-          bilinear_row(planes, rows, C, H, W, tap_x, tap_y, oks, wts, m, has_fill, fills);
           if (y.sw != 1)
             for (int64_t c = 0; c < C; ++c)
               for (int64_t t = 0; t < m; ++t) y.p[c * y.sc + i * y.sh + (j0 + t) * y.sw] = res[c][t];
