@@ -41,6 +41,13 @@ def _timm_interpolation(interpolation: Any) -> str:
     return _interpolation_name(interpolation)
 
 
+def _solarize_threshold(threshold: torch.Tensor, op: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """timm's solarize thresholds and the kernel ops they run: a threshold above 255 (timm's 256) inverts
+    nothing, so those samples run Identity (argument 0)."""
+    above = threshold > 255
+    return torch.where(above, 0.0, threshold), torch.where(above, _AF.OPS.index("identity"), op)
+
+
 class _TimmBase(_Batched):
     def __init__(self, op_names: Sequence[str], *, magnitude_std: float, magnitude_max: Optional[float],
                  hparams: Optional[Dict[str, Any]], interpolation: Any, fill: Any,
@@ -109,9 +116,7 @@ class _TimmBase(_Batched):
             elif kind == "translate_abs":
                 out_args[sel] = -a
             elif kind.startswith("solarize") and kind != "solarize_add":
-                out_args[sel] = torch.where(a > 255, 0.0, a)
-                # timm's threshold 256 inverts nothing: Identity
-                op[sel] = torch.where(a > 255, _AF.OPS.index("identity"), op[sel])
+                out_args[sel], op[sel] = _solarize_threshold(a, op[sel])
             else:
                 out_args[sel] = a
         return _round(batch, op, out_args, self.interpolation, self._fill_for(c))
@@ -131,9 +136,7 @@ class _TimmBase(_Batched):
                 is_x = torch.tensor([nm == "pil_translate_x" for nm in names])[ops[sel]]
                 out_args[sel] = args[sel] * torch.where(is_x, float(w), float(h))
             elif kind.startswith("solarize") and kind != "solarize_add":
-                a = args[sel]
-                out_args[sel] = torch.where(a > 255, 0.0, a)
-                op[sel] = torch.where(a > 255, _AF.OPS.index("identity"), op[sel])  # threshold 256: Identity
+                out_args[sel], op[sel] = _solarize_threshold(args[sel], op[sel])
         if ops.numel() == 0 or bool((op == _AF.OPS.index("identity")).all()):
             return batch
         if resample is None:
