@@ -42,8 +42,9 @@ struct Dest {
 #include "augment_bilinear_simd.h"
 #undef TENSOROPS_AVX2_INLINE
 
-// kAvx2Taps: the AVX2 build computes the bilinear taps with bilinear_taps_avx2 (the AVX-512 build's loop
-// vectorizes as written; the baseline's stays scalar).
+// kAvx2Taps: the AVX2 build runs whole rows of 8 bilinear outputs with their taps in registers
+// (bilinear_affine_row); the other builds, and the AVX2 build's tails, run the portable taps loop, which GCC
+// vectorizes in every build.
 // kAvx2Pointwise: the x86 vector builds run brightness, contrast and autocontrast through pointwise_row_avx2
 // sharpness's inner pixels through sharpen_row_avx2, saturation and hue through saturation_row_avx2 and
 // hue_row_avx2.

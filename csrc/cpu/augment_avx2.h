@@ -18,13 +18,6 @@ TENSOROPS_AVX2_INLINE __m256 floor8(__m256 v) {
 TENSOROPS_AVX2_INLINE __m256 inside8(__m256 v, __m256 size) {
   return _mm256_and_ps(_mm256_cmp_ps(v, _mm256_set1_ps(-1.f), _CMP_GT_OQ), _mm256_cmp_ps(v, size, _CMP_LT_OQ));
 }
-// 8 lanes of all-ones / zero as 8 bytes of 1 / 0
-TENSOROPS_AVX2_INLINE __m128i bytes8(__m256 mask) {
-  const __m256i b = _mm256_and_si256(_mm256_castps_si256(mask), _mm256_set1_epi32(1));
-  const __m128i h = _mm_packus_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
-  return _mm_packus_epi16(h, h);
-}
-
 // Eight bytes of a float vector of values in [0, 255]: truncated (to_u8) and packed
 TENSOROPS_AVX2_INLINE __m128i bytes_of8(__m256 v) {
   const __m256i q = _mm256_cvttps_epi32(v);

@@ -1,5 +1,5 @@
-// tensorops.augment's bilinear affine rows with x86 vector instructions (AVX-512, AVX-512 VBMI, AVX2) and the
-// AVX2 taps. Included once by augment.cpp, inside its namespace, after augment_avx2.h.
+// tensorops.augment's bilinear affine rows with x86 vector instructions (AVX-512, AVX-512 VBMI, AVX2; the AVX2 rows
+// with their taps in registers). Included once by augment.cpp, inside its namespace, after augment_avx2.h.
 // NOLINTBEGIN
 
 // Bilinear affine's tap reads and arithmetic, 16 outputs at a time (AVX-512): each pair of horizontal taps read as
@@ -303,30 +303,9 @@ TENSOROPS_AVX2_INLINE Taps8 taps8(const TapsRow8& s, int64_t j) {
   return tp;
 }
 
-// The taps of outputs j0 + [0, m) of row i into arrays (the AVX2 build's taps where the row is not done whole by
-// bilinear_affine_avx2); returns how many it did (the rest: math/augment.h's functions). wt, ok: 4 rows of
-// `stride` values.
-__attribute__((target("avx2,fma"))) int64_t bilinear_taps_avx2(const float* tt, int64_t i, int64_t j0, int64_t m,
-                                                               int64_t H, int64_t W, bool fused, float* wt,
-                                                               uint8_t* ok, int64_t stride, int32_t* tap_x,
-                                                               int32_t* tap_y) {
-  const TapsRow8 s = taps_row8(tt, i, H, W, fused);
-  int64_t t = 0;
-  for (; t + 8 <= m; t += 8) {
-    const Taps8 tp = taps8(s, j0 + t);
-    for (int q = 0; q < 4; ++q) {
-      _mm256_storeu_ps(wt + q * stride + t, tp.w[q]);
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(ok + q * stride + t), bytes8(_mm256_castsi256_ps(tp.k[q])));
-    }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(tap_x + t), tp.tx);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(tap_y + t), tp.ty);
-  }
-  return t;
-}
-
 // Outputs j0 + [0, m) of row i, 8 at a time, the taps computed in registers and used at once (no arrays between
-// the two: a fifth of the AVX2 affine's time was their stores and loads); returns how many it did (the rest: the
-// taps into arrays and bilinear_row, from there).
+// the two: 2-5% faster than storing the taps and reading them back, measured on rotate and AugMix); returns how
+// many it did (the rest: the portable taps loop into arrays, then bilinear_row).
 __attribute__((target("avx2,fma"))) int64_t bilinear_affine_avx2(const float* tt, int64_t i, int64_t j0, int64_t m,
                                                                  bool fused, const BilinearRow& r) {
   const TapsRow8 s = taps_row8(tt, i, r.H, r.W, fused);

@@ -102,16 +102,12 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
             if (has_fill) fills[c] = fill[c];
           }
         int64_t start = 0;  // outputs [0, start) written with their taps in registers (the AVX2 build)
-        int64_t done = 0;   // taps in the arrays from start to done
 #if TENSOROPS_CPU_AVX2
-        if constexpr (kAvx2Taps) {
+        if constexpr (kAvx2Taps)
           if (!padded.empty())
             start = bilinear_affine_row(tt, i, j0, m, kFusedGrid, planes, rows, C, H, W, has_fill, fills);
-          done = start + bilinear_taps_avx2(tt, i, j0 + start, m - start, H, W, kFusedGrid, wt[0] + start,
-                                            ok[0] + start, kChunk, tap_x + start, tap_y + start);
-        }
 #endif
-        for (int64_t t = done; t < m; ++t) {
+        for (int64_t t = start; t < m; ++t) {
           float ix, iy;
           augment::affine_source<kHardFma>(tt, i, j0 + t, H, W, ix, iy, kFusedGrid);
           const augment::Taps tp = augment::bilinear_taps(ix, iy, H, W);
