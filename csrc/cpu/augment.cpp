@@ -35,11 +35,20 @@ struct Dest {
   int64_t sc, sh, sw;
 };
 
+// A per-thread buffer of at least n bytes, kept between calls up to 8 MiB (the affine ops' padded planes of a photo:
+// no allocation, no page faults per sample); larger requests in the caller's `own`.
+uint8_t* thread_scratch(std::vector<uint8_t>& own, size_t n) {
+  static thread_local std::vector<uint8_t> kept;
+  std::vector<uint8_t>& buf = n <= (size_t{8} << 20) ? kept : own;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
 
 // the x86 vector rows (each header says what it holds)
 #include "augment_avx2.h"
 #include "augment_colour_simd.h"
 #include "augment_bilinear_simd.h"
+#include "augment_nearest_simd.h"
 #undef TENSOROPS_AVX2_INLINE
 
 // kAvx2Taps: the AVX2 build runs whole rows of 8 bilinear outputs with their taps in registers

@@ -164,41 +164,51 @@ struct Taps8 {
 // 32-bit word where either tap is inside, each tap's byte kept where it is inside, bilinear_sum and
 // bilinear_finish in the AVX-512 path's order (fp-contract off: fused where written), the tail as it is there.
 // Outputs t..t+7 of the row from their taps.
-TENSOROPS_AVX2_INLINE void bilinear8_avx2(const BilinearRow& r, int64_t t, const Taps8& tp) {
+// same_row: the taps' rows are known to be one (bilinear_affine_avx2's rows whose source row is constant).
+TENSOROPS_AVX2_INLINE void bilinear8_avx2(const BilinearRow& r, int64_t t, const Taps8& tp, bool same_row = false) {
   const __m256i vw = _mm256_set1_epi32(static_cast<int32_t>(r.W)), byte = _mm256_set1_epi32(0xFF);
   const __m256i zero = _mm256_setzero_si256();
   const __m256 magic = _mm256_set1_ps(12582912.f), lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.f);
   const __m256i tx = tp.tx, ty = tp.ty;
   const __m256i* k = tp.k;
   const __m256* w = tp.w;
+  // (locals: the byte stores below may alias anything the row's struct points to)
+  const int64_t C = r.C, W = r.W;
+  const bool has_fill = r.has_fill;
+  const uint8_t* planes[3] = {nullptr, nullptr, nullptr};
+  uint8_t* outs[3] = {nullptr, nullptr, nullptr};
+  for (int64_t c = 0; c < C && c < 3; ++c) planes[c] = r.planes[c], outs[c] = r.out[c] + t;
   const int32_t y0 = _mm256_cvtsi256_si32(ty);
   const __m256i o = _mm256_add_epi32(_mm256_mullo_epi32(ty, vw), tx);
   const __m256i o2 = _mm256_add_epi32(o, vw);
   // The 8 outputs' taps on one row pair inside the image, within 16 bytes (shears along x, translations, small
   // scales): each row's 16 bytes read once and the taps picked by byte shuffles instead of gathers.
-  __m256i lo8 = _mm256_min_epi32(tx, _mm256_permute2x128_si256(tx, tx, 1));
-  __m256i hi8 = _mm256_max_epi32(tx, _mm256_permute2x128_si256(tx, tx, 1));
-  lo8 = _mm256_min_epi32(lo8, _mm256_shuffle_epi32(lo8, 0x4E));
-  hi8 = _mm256_max_epi32(hi8, _mm256_shuffle_epi32(hi8, 0x4E));
-  lo8 = _mm256_min_epi32(lo8, _mm256_shuffle_epi32(lo8, 0xB1));  // every lane: the least tap column
-  hi8 = _mm256_max_epi32(hi8, _mm256_shuffle_epi32(hi8, 0xB1));
-  const int32_t x0 = _mm256_cvtsi256_si32(lo8), x1 = _mm256_cvtsi256_si32(hi8);
-  const bool window = y0 >= 0 && y0 + 1 < r.H && x1 - x0 <= 14 &&
-                      _mm256_movemask_epi8(_mm256_cmpeq_epi32(ty, _mm256_set1_epi32(y0))) == -1;
-  // the window's shuffle controls: each 32-bit lane's tap byte (tx - x0, 0..14; +1 for the east tap) in its
-  // low byte, the others zeroed (0x80): one byte shuffle of the row, in both 128-bit halves, gives the taps as
-  // zero-extended 32-bit values
-  const __m256i zeros_above = _mm256_set1_epi32(static_cast<int32_t>(0x80808000u));
-  const __m256i west = _mm256_or_si256(_mm256_sub_epi32(tx, lo8), zeros_above);
-  const __m256i east = _mm256_add_epi32(west, _mm256_set1_epi32(1));
-  for (int64_t c = 0; c < r.C; ++c) {
-    const int* plane = reinterpret_cast<const int*>(r.planes[c]);
+  bool window = y0 >= 0 && y0 + 1 < r.H &&
+                (same_row || _mm256_movemask_epi8(_mm256_cmpeq_epi32(ty, _mm256_set1_epi32(y0))) == -1);
+  __m256i west = zero, east = zero;
+  int32_t x0 = 0;
+  if (window) {
+    // An affine row's tap columns are monotonic in the output column (every operation of affine_source, the
+    // clamp and the floor are monotonic): the least and the greatest are the first's and the last's.
+    const int32_t first = _mm256_cvtsi256_si32(tx), last = _mm256_extract_epi32(tx, 7);
+    x0 = std::min(first, last);
+    // (x0 >= -2: the clamped source; a NaN source converts to INT_MIN and takes the gathers, masked off)
+    window = x0 >= -2 && std::max(first, last) - x0 <= 14;
+    // the window's shuffle controls: each 32-bit lane's tap byte (tx - x0, 0..14; +1 for the east tap) in its
+    // low byte, the others zeroed (0x80): one byte shuffle of the row, in both 128-bit halves, gives the taps as
+    // zero-extended 32-bit values
+    const __m256i zeros_above = _mm256_set1_epi32(static_cast<int32_t>(0x80808000u));
+    west = _mm256_or_si256(_mm256_sub_epi32(tx, _mm256_set1_epi32(x0)), zeros_above);
+    east = _mm256_add_epi32(west, _mm256_set1_epi32(1));
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    const int* plane = reinterpret_cast<const int*>(planes[c]);
     __m256 v[4];
     if (window) {  // weights of taps outside are 0 (math/augment.h bilinear_taps): their bytes need no mask
-      const uint8_t* base = r.planes[c] + static_cast<int64_t>(y0) * r.W + x0;
+      const uint8_t* base = planes[c] + static_cast<int64_t>(y0) * W + x0;
       for (int p = 0; p < 2; ++p) {
         const __m256i row = _mm256_broadcastsi128_si256(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + p * r.W)));
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + p * W)));
         v[2 * p] = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(row, west));
         v[2 * p + 1] = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(row, east));
       }
@@ -213,16 +223,21 @@ TENSOROPS_AVX2_INLINE void bilinear8_avx2(const BilinearRow& r, int64_t t, const
     }
     __m256 sum = _mm256_fmadd_ps(v[3], w[3], _mm256_fmadd_ps(v[2], w[2], _mm256_fmadd_ps(v[1], w[1],
                                                                                           _mm256_mul_ps(v[0], w[0]))));
-    if (r.has_fill) {
+    __m256i q32;
+    if (has_fill) {
       const __m256 vf = _mm256_set1_ps(r.fill[c]);
       const __m256 mask = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(w[0], w[1]), w[2]), w[3]);
       sum = _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(sum, vf), mask), vf);
+      __m256 qv = _mm256_sub_ps(_mm256_add_ps(sum, magic), magic);  // round half to even (augment.h round_even)
+      q32 = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(qv, lo), hi));
+    } else {
+      // without a fill the sum of the taps' values times their weights (each in [0, 1], summing to at most one
+      // and a few ulps) lies in [+0, 255.5): the conversion's own rounding (to nearest, ties to even: round_even)
+      // needs no clamp
+      q32 = _mm256_cvtps_epi32(sum);
     }
-    __m256 qv = _mm256_sub_ps(_mm256_add_ps(sum, magic), magic);  // round half to even (augment.h round_even)
-    qv = _mm256_min_ps(_mm256_max_ps(qv, lo), hi);
-    const __m256i q32 = _mm256_cvttps_epi32(qv);
     const __m128i q16 = _mm_packus_epi32(_mm256_castsi256_si128(q32), _mm256_extracti128_si256(q32, 1));
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(r.out[c] + t), _mm_packus_epi16(q16, q16));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(outs[c]), _mm_packus_epi16(q16, q16));
   }
 }
 
@@ -246,60 +261,56 @@ __attribute__((target("avx2,fma"))) void bilinear_row_avx2(const BilinearRow& r,
 // The bilinear taps of outputs j0 + [0, m) of row i, 8 at a time (AVX2), as math/augment.h's affine_source and
 // bilinear_taps compute them, operation for operation (fp-contract off: fused where written).
 struct TapsRow8 {
-  __m256 one, vfw, vfh, lo, hix, hiy, halfw, t0, t2, t3, t5, sw, sh, mhalf, by, by_t1, by_t4;
-  __m256 t1, t4;
-  bool fused;
+  AffineRow8 a;
+  __m256 vfw, vfh, lo, hix, hiy;
 };
 TENSOROPS_AVX2_INLINE TapsRow8 taps_row8(const float* tt, int64_t i, int64_t H, int64_t W, bool fused) {
   const float fw = static_cast<float>(W), fh = static_cast<float>(H);
   TapsRow8 s;
-  s.one = _mm256_set1_ps(1.f);
+  s.a = affine_row8(tt, i, H, W, fused);
   s.vfw = _mm256_set1_ps(fw);
   s.vfh = _mm256_set1_ps(fh);
   s.lo = _mm256_set1_ps(-2.f);
   s.hix = _mm256_set1_ps(fw + 1.f);
   s.hiy = _mm256_set1_ps(fh + 1.f);
-  s.halfw = _mm256_set1_ps(static_cast<float>(W - 1) * 0.5f);
-  s.by = _mm256_set1_ps(static_cast<float>(static_cast<int32_t>(i)) - static_cast<float>(H - 1) * 0.5f);
-  s.t0 = _mm256_set1_ps(tt[0]);
-  s.t1 = _mm256_set1_ps(tt[1]);
-  s.t2 = _mm256_set1_ps(tt[2]);
-  s.t3 = _mm256_set1_ps(tt[3]);
-  s.t4 = _mm256_set1_ps(tt[4]);
-  s.t5 = _mm256_set1_ps(tt[5]);
-  s.sw = _mm256_set1_ps(fw * 0.5f);
-  s.sh = _mm256_set1_ps(fh * 0.5f);
-  s.mhalf = _mm256_set1_ps(-0.5f);
-  s.by_t1 = _mm256_mul_ps(s.by, s.t1);
-  s.by_t4 = _mm256_mul_ps(s.by, s.t4);
-  s.fused = fused;
   return s;
 }
-// the taps of outputs j .. j + 7
-TENSOROPS_AVX2_INLINE Taps8 taps8(const TapsRow8& s, int64_t j) {
-  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256 jv = _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(j)), iota));
-  const __m256 bx = _mm256_sub_ps(jv, s.halfw);
-  const __m256 px = _mm256_mul_ps(bx, s.t0), py = _mm256_mul_ps(bx, s.t3);
-  const __m256 sx = s.fused ? _mm256_fmadd_ps(s.by, s.t1, px) : _mm256_add_ps(px, s.by_t1);
-  const __m256 sy = s.fused ? _mm256_fmadd_ps(s.by, s.t4, py) : _mm256_add_ps(py, s.by_t4);
-  const __m256 gx = _mm256_add_ps(sx, s.t2), gy = _mm256_add_ps(sy, s.t5);
-  const __m256 ix = clamp8(_mm256_fmadd_ps(_mm256_add_ps(gx, s.one), s.sw, s.mhalf), s.lo, s.hix);
-  const __m256 iy = clamp8(_mm256_fmadd_ps(_mm256_add_ps(gy, s.one), s.sh, s.mhalf), s.lo, s.hiy);
-  const __m256 x0 = floor8(ix), y0 = floor8(iy);
-  const __m256 we = _mm256_sub_ps(ix, x0), ea = _mm256_sub_ps(s.one, we);
-  const __m256 no = _mm256_sub_ps(iy, y0), so = _mm256_sub_ps(s.one, no);
-  const __m256 x1 = _mm256_add_ps(x0, s.one), y1 = _mm256_add_ps(y0, s.one);
-  const __m256 xw = inside8(x0, s.vfw), xe = inside8(x1, s.vfw), yn = inside8(y0, s.vfh), ys = inside8(y1, s.vfh);
-  const __m256 k[4] = {_mm256_and_ps(yn, xw), _mm256_and_ps(yn, xe), _mm256_and_ps(ys, xw), _mm256_and_ps(ys, xe)};
-  const __m256 w[4] = {_mm256_mul_ps(so, ea), _mm256_mul_ps(so, we), _mm256_mul_ps(no, ea), _mm256_mul_ps(no, we)};
+// the rows' half of the taps of 8 outputs at source rows sy: the north-west tap's row, its distances north and
+// south, whether each tap row is inside
+struct TapsY8 {
+  __m256 y0, no, so, yn, ys;
+};
+TENSOROPS_AVX2_INLINE TapsY8 taps_y8(const TapsRow8& s, __m256 sy) {
+  const __m256 iy = clamp8(sy, s.lo, s.hiy);
+  TapsY8 y;
+  // (floor: iy is clamped to small values, where floor8's truncation and the rounding's floor agree; NaN, from a
+  // matrix with a NaN, floors to NaN here and to -2^31 there: the taps are outside either way)
+  y.y0 = _mm256_floor_ps(iy);
+  y.no = _mm256_sub_ps(iy, y.y0);
+  y.so = _mm256_sub_ps(s.a.one, y.no);
+  y.yn = inside8(y.y0, s.vfh);
+  y.ys = inside8(_mm256_add_ps(y.y0, s.a.one), s.vfh);
+  return y;
+}
+// the taps of 8 outputs at source columns sx, with their rows' half
+TENSOROPS_AVX2_INLINE Taps8 taps8(const TapsRow8& s, __m256 sx, const TapsY8& y) {
+  const __m256 ix = clamp8(sx, s.lo, s.hix);
+  const __m256 x0 = _mm256_floor_ps(ix);  // (as taps_y8's floor)
+  const __m256 one = s.a.one;
+  const __m256 we = _mm256_sub_ps(ix, x0), ea = _mm256_sub_ps(one, we);
+  const __m256 x1 = _mm256_add_ps(x0, one);
+  const __m256 xw = inside8(x0, s.vfw), xe = inside8(x1, s.vfw);
+  const __m256 k[4] = {_mm256_and_ps(y.yn, xw), _mm256_and_ps(y.yn, xe), _mm256_and_ps(y.ys, xw),
+                       _mm256_and_ps(y.ys, xe)};
+  const __m256 w[4] = {_mm256_mul_ps(y.so, ea), _mm256_mul_ps(y.so, we), _mm256_mul_ps(y.no, ea),
+                       _mm256_mul_ps(y.no, we)};
   Taps8 tp;
   for (int q = 0; q < 4; ++q) {
     tp.k[q] = _mm256_castps_si256(k[q]);
     tp.w[q] = _mm256_and_ps(k[q], w[q]);  // the weight where inside, else +0
   }
   tp.tx = _mm256_cvttps_epi32(x0);
-  tp.ty = _mm256_cvttps_epi32(y0);
+  tp.ty = _mm256_cvttps_epi32(y.y0);
   return tp;
 }
 
@@ -310,7 +321,23 @@ __attribute__((target("avx2,fma"))) int64_t bilinear_affine_avx2(const float* tt
                                                                  bool fused, const BilinearRow& r) {
   const TapsRow8 s = taps_row8(tt, i, r.H, r.W, fused);
   int64_t t = 0;
-  for (; t + 8 <= m; t += 8) bilinear8_avx2(r, t, taps8(s, j0 + t));
+  __m256 sx, sy;
+  if (tt[3] == 0.f) {
+    // (x-shears, translations, scales) the source row is one along the output row: every column's
+    // bx * t[3] is a zero, which leaves the row's sums as they are (a zero's sign is lost at the + 1), so the
+    // first 8 outputs' row half serves the whole row, bit for bit
+    affine_source8(s.a, j0, sx, sy);
+    const TapsY8 y = taps_y8(s, sy);
+    for (; t + 8 <= m; t += 8) {
+      affine_source8(s.a, j0 + t, sx, sy);
+      bilinear8_avx2(r, t, taps8(s, sx, y), true);
+    }
+    return t;
+  }
+  for (; t + 8 <= m; t += 8) {
+    affine_source8(s.a, j0 + t, sx, sy);
+    bilinear8_avx2(r, t, taps8(s, sx, taps_y8(s, sy)));
+  }
   return t;
 }
 #endif

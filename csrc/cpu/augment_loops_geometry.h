@@ -19,14 +19,18 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
   alignas(64) int32_t tap_x[kChunk], tap_y[kChunk];
   alignas(64) uint8_t res[3][kChunk];
   alignas(64) uint8_t tv[4][kChunk];  // the baseline build's bilinear: one channel's tap values
-  // bilinear with AVX-512 or AVX2 gathers: each plane copied once, contiguous and padded by 4 bytes on both sides
-  // (a gather reads a 32-bit word at a tap pair's byte offset, from one byte before the image)
-  std::vector<uint8_t> padded;
-  if (sm.ival != 0 && bilinear_row_fast() && H * W + 8 < (int64_t{1} << 31)) {
+  // bilinear with AVX-512 or AVX2 gathers, nearest with AVX2's: each plane copied once, contiguous and padded by 4
+  // bytes on both sides (a gather reads a 32-bit word at a tap pair's byte offset, from one byte before the image)
+  std::vector<uint8_t> own;  // (images past thread_scratch's size)
+  uint8_t* padded = nullptr;
+  if ((sm.ival != 0 ? bilinear_row_fast() : kAvx2Taps) && H * W + 8 < (int64_t{1} << 31)) {
     // 4 bytes before each plane and 4 after, and 16 more at the end (the AVX2 rows read 16 bytes from a tap)
-    padded.assign(static_cast<size_t>(C * (H * W + 8) + 16), 0);
+    padded = thread_scratch(own, static_cast<size_t>(C * (H * W + 8) + 16));
+    std::memset(padded + C * (H * W + 8), 0, 16);
     for (int64_t c = 0; c < C; ++c) {
-      uint8_t* pc = padded.data() + c * (H * W + 8) + 4;
+      uint8_t* pc = padded + c * (H * W + 8) + 4;
+      std::memset(pc - 4, 0, 4);
+      std::memset(pc + H * W, 0, 4);
       for (int64_t i = 0; i < H; ++i) {
         const uint8_t* xr = x.p + c * x.sc + i * x.sh;
         if (x.sw == 1) {
@@ -46,9 +50,27 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
   for (int64_t i = 0; i < H; ++i) {
     for (int64_t j0 = 0; j0 < W; j0 += kChunk) {
       const int64_t m = std::min(kChunk, W - j0);
+      // the padded planes and the output rows, where the vector rows run (AVX-512, AVX2)
+      const uint8_t* planes[3] = {nullptr, nullptr, nullptr};
+      uint8_t* rows[3] = {nullptr, nullptr, nullptr};
+      if (padded != nullptr)
+        for (int64_t c = 0; c < C; ++c) {
+          planes[c] = padded + c * (H * W + 8) + 4;
+          rows[c] = y.sw == 1 ? y.p + c * y.sc + i * y.sh + j0 : res[c];
+        }
       if (sm.ival == 0) {  // nearest
+        int64_t start = 0;  // outputs [0, start) written by the AVX2 build's vector row
+#if TENSOROPS_CPU_AVX2
+        if constexpr (kAvx2Taps)
+          if (padded != nullptr) {
+            start = nearest_affine_row(tt, i, j0, m, kFusedGrid, planes, rows, C, H, W, fill_u8);
+            if (y.sw != 1)
+              for (int64_t c = 0; c < C; ++c)
+                for (int64_t t = 0; t < start; ++t) y.p[c * y.sc + i * y.sh + (j0 + t) * y.sw] = res[c][t];
+          }
+#endif
         if (offsets32) {  // int32 arithmetic, the coordinates selected before their conversion: vectorizes on AVX2
-          for (int64_t t = 0; t < m; ++t) {
+          for (int64_t t = start; t < m; ++t) {
             float ix, iy;
             augment::affine_source<kHardFma>(tt, i, j0 + t, H, W, ix, iy, kFusedGrid);
             const float rx = augment::round_even(ix), ry = augment::round_even(iy);
@@ -58,7 +80,7 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
             ok[0][t] = in;
           }
         } else {
-          for (int64_t t = 0; t < m; ++t) {
+          for (int64_t t = start; t < m; ++t) {
             float ix, iy;
             augment::affine_source<kHardFma>(tt, i, j0 + t, H, W, ix, iy, kFusedGrid);
             const float rx = augment::round_even(ix), ry = augment::round_even(iy);
@@ -74,7 +96,7 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
         const uint8_t* const xp = x.p;
         if (C == 3) {
           const uint8_t f0 = fill_u8[0], f1 = fill_u8[1], f2 = fill_u8[2];
-          for (int64_t t = 0; t < m; ++t) {
+          for (int64_t t = start; t < m; ++t) {
             const uint8_t* q = xp + off[0][t];
             const bool in = ok[0][t] != 0;
             const uint8_t v0 = in ? q[0] : f0, v1 = in ? q[xsc] : f1, v2 = in ? q[2 * xsc] : f2;
@@ -84,27 +106,20 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
             yt[2 * ysc] = v2;
           }
         } else {
-          for (int64_t t = 0; t < m; ++t) {
+          for (int64_t t = start; t < m; ++t) {
             const uint8_t* q = xp + off[0][t];
             const bool in = ok[0][t] != 0;
             for (int64_t c = 0; c < C; ++c) yr[t * ysw + c * ysc] = in ? q[c * xsc] : fill_u8[c];
           }
         }
       } else {  // bilinear: weights, the north-west tap and the inside flags per column, then a gather per channel
-        // the padded planes and the output rows, where the vector rows run (AVX-512, AVX2)
-        const uint8_t* planes[3] = {nullptr, nullptr, nullptr};
-        uint8_t* rows[3] = {nullptr, nullptr, nullptr};
         float fills[3] = {0.f, 0.f, 0.f};
-        if (!padded.empty())
-          for (int64_t c = 0; c < C; ++c) {
-            planes[c] = padded.data() + c * (H * W + 8) + 4;
-            rows[c] = y.sw == 1 ? y.p + c * y.sc + i * y.sh + j0 : res[c];
-            if (has_fill) fills[c] = fill[c];
-          }
+        if (has_fill)
+          for (int64_t c = 0; c < C; ++c) fills[c] = fill[c];
         int64_t start = 0;  // outputs [0, start) written with their taps in registers (the AVX2 build)
 #if TENSOROPS_CPU_AVX2
         if constexpr (kAvx2Taps)
-          if (!padded.empty())
+          if (padded != nullptr)
             start = bilinear_affine_row(tt, i, j0, m, kFusedGrid, planes, rows, C, H, W, has_fill, fills);
 #endif
         for (int64_t t = start; t < m; ++t) {
@@ -122,7 +137,7 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
           ok[2][t] = tp.k2;
           ok[3][t] = tp.k3;
         }
-        if (!padded.empty()) {  // AVX-512 or AVX2: 16 or 8 outputs at a time from the padded planes
+        if (padded != nullptr) {  // AVX-512 or AVX2: 16 or 8 outputs at a time from the padded planes
           if (start < m) {
             const uint8_t* oks[4] = {ok[0] + start, ok[1] + start, ok[2] + start, ok[3] + start};
             const float* wts[4] = {wt[0] + start, wt[1] + start, wt[2] + start, wt[3] + start};
