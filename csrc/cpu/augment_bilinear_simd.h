@@ -25,6 +25,7 @@ struct BilinearRow {
   const float* const* wt;
   bool has_fill;
   const float* fill;
+  bool pairs = false;  // the planes are pair planes (pair_plane_avx2)
 };
 
 // The taps of outputs t..t+15 from their tap masks k: the 4 values per channel, v[c][q]
@@ -152,11 +153,11 @@ __attribute__((target(TENSOROPS_BILINEAR_ISA ",avx512vbmi"))) void bilinear_row_
 #pragma GCC diagnostic pop
 #undef TENSOROPS_BILINEAR_ISA
 
-// The taps of 8 outputs in registers: the north-west tap's column and row, each tap's inside mask (all ones where
-// inside) and weight (+0 outside).
+// The taps of 8 outputs in registers: the north-west tap's column and row, whether any tap of the north pair and
+// of the south pair is inside (all ones), each tap's weight (+0 outside).
 struct Taps8 {
   __m256i tx, ty;
-  __m256i k[4];
+  __m256i k[2];
   __m256 w[4];
 };
 
@@ -165,12 +166,14 @@ struct Taps8 {
 // bilinear_finish in the AVX-512 path's order (fp-contract off: fused where written), the tail as it is there.
 // Outputs t..t+7 of the row from their taps.
 // same_row: the taps' rows are known to be one (bilinear_affine_avx2's rows whose source row is constant).
-TENSOROPS_AVX2_INLINE void bilinear8_avx2(const BilinearRow& r, int64_t t, const Taps8& tp, bool same_row = false) {
+// pairs: the planes are pair planes (pair_plane_avx2): one gather per channel reads all four taps.
+TENSOROPS_AVX2_INLINE void bilinear8_avx2(const BilinearRow& r, int64_t t, const Taps8& tp, bool same_row = false,
+                                          bool pairs = false) {
   const __m256i vw = _mm256_set1_epi32(static_cast<int32_t>(r.W)), byte = _mm256_set1_epi32(0xFF);
   const __m256i zero = _mm256_setzero_si256();
   const __m256 magic = _mm256_set1_ps(12582912.f), lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.f);
   const __m256i tx = tp.tx, ty = tp.ty;
-  const __m256i* k = tp.k;
+  const __m256i* k = tp.k;  // per tap pair
   const __m256* w = tp.w;
   // (locals: the byte stores below may alias anything the row's struct points to)
   const int64_t C = r.C, W = r.W;
@@ -183,7 +186,7 @@ TENSOROPS_AVX2_INLINE void bilinear8_avx2(const BilinearRow& r, int64_t t, const
   const __m256i o2 = _mm256_add_epi32(o, vw);
   // The 8 outputs' taps on one row pair inside the image, within 16 bytes (shears along x, translations, small
   // scales): each row's 16 bytes read once and the taps picked by byte shuffles instead of gathers.
-  bool window = y0 >= 0 && y0 + 1 < r.H &&
+  bool window = !pairs && y0 >= 0 && y0 + 1 < r.H &&
                 (same_row || _mm256_movemask_epi8(_mm256_cmpeq_epi32(ty, _mm256_set1_epi32(y0))) == -1);
   __m256i west = zero, east = zero;
   int32_t x0 = 0;
@@ -201,10 +204,26 @@ TENSOROPS_AVX2_INLINE void bilinear8_avx2(const BilinearRow& r, int64_t t, const
     west = _mm256_or_si256(_mm256_sub_epi32(tx, _mm256_set1_epi32(x0)), zeros_above);
     east = _mm256_add_epi32(west, _mm256_set1_epi32(1));
   }
+  // pair planes: the byte offset of element (ty, tx), read where any tap is inside
+  const __m256i po = _mm256_slli_epi32(_mm256_add_epi32(_mm256_mullo_epi32(_mm256_add_epi32(ty, _mm256_set1_epi32(1)),
+                                                                          vw), tx), 1);
+  const __m256i any = _mm256_or_si256(k[0], k[1]);
+  // each 32-bit lane's byte q of its word, zero-extended (a pair word holds nw, sw, ne, se): byte shuffles, whose
+  // indices count from the lane's 128-bit half
+  const __m256i lane = _mm256_setr_epi32(0, 4, 8, 12, 0, 4, 8, 12);
+  const __m256i nw = _mm256_or_si256(lane, _mm256_set1_epi32(static_cast<int32_t>(0x80808000u)));
+  const __m256i sw = _mm256_add_epi32(nw, _mm256_set1_epi32(1)), ne = _mm256_add_epi32(nw, _mm256_set1_epi32(2));
+  const __m256i se = _mm256_add_epi32(nw, _mm256_set1_epi32(3));
   for (int64_t c = 0; c < C; ++c) {
     const int* plane = reinterpret_cast<const int*>(planes[c]);
     __m256 v[4];
-    if (window) {  // weights of taps outside are 0 (math/augment.h bilinear_taps): their bytes need no mask
+    if (pairs) {  // (a lane with no tap inside reads nothing: 0; a tap outside has weight 0)
+      const __m256i word = _mm256_mask_i32gather_epi32(zero, plane, po, any, 1);
+      v[0] = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(word, nw));
+      v[1] = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(word, ne));
+      v[2] = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(word, sw));
+      v[3] = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(word, se));
+    } else if (window) {  // weights of taps outside are 0 (math/augment.h bilinear_taps): their bytes need no mask
       const uint8_t* base = planes[c] + static_cast<int64_t>(y0) * W + x0;
       for (int p = 0; p < 2; ++p) {
         const __m256i row = _mm256_broadcastsi128_si256(
@@ -214,8 +233,7 @@ TENSOROPS_AVX2_INLINE void bilinear8_avx2(const BilinearRow& r, int64_t t, const
       }
     } else {
       for (int p = 0; p < 2; ++p) {
-        const __m256i word = _mm256_mask_i32gather_epi32(zero, plane, p ? o2 : o,
-                                                         _mm256_or_si256(k[2 * p], k[2 * p + 1]), 1);
+        const __m256i word = _mm256_mask_i32gather_epi32(zero, plane, p ? o2 : o, k[p], 1);
         // (a lane whose two taps are outside read nothing: 0; one tap outside has weight 0, as above)
         v[2 * p] = _mm256_cvtepi32_ps(_mm256_and_si256(word, byte));
         v[2 * p + 1] = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(word, 8), byte));
@@ -246,11 +264,13 @@ __attribute__((target("avx2,fma"))) void bilinear_row_avx2(const BilinearRow& r,
   int64_t t = 0;
   for (; t + 8 <= m; t += 8) {
     Taps8 tp;
-    for (int q = 0; q < 4; ++q) {
-      const __m256i okq = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r.ok[q] + t)));
-      tp.k[q] = _mm256_cmpgt_epi32(okq, zero);  // all ones where the tap is inside
-      tp.w[q] = _mm256_loadu_ps(r.wt[q] + t);
+    for (int p = 0; p < 2; ++p) {
+      const __m128i west = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r.ok[2 * p] + t));
+      const __m128i east = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r.ok[2 * p + 1] + t));
+      // all ones where either tap of the pair is inside
+      tp.k[p] = _mm256_cmpgt_epi32(_mm256_cvtepu8_epi32(_mm_or_si128(west, east)), zero);
     }
+    for (int q = 0; q < 4; ++q) tp.w[q] = _mm256_loadu_ps(r.wt[q] + t);
     tp.ty = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r.ty + t));
     tp.tx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r.tx + t));
     bilinear8_avx2(r, t, tp);
@@ -278,7 +298,7 @@ TENSOROPS_AVX2_INLINE TapsRow8 taps_row8(const float* tt, int64_t i, int64_t H, 
 // the rows' half of the taps of 8 outputs at source rows sy: the north-west tap's row, its distances north and
 // south, whether each tap row is inside
 struct TapsY8 {
-  __m256 y0, no, so, yn, ys;
+  __m256 y0, no, so, yn, ys;  // no and so: +0 where the tap row is outside
 };
 TENSOROPS_AVX2_INLINE TapsY8 taps_y8(const TapsRow8& s, __m256 sy) {
   const __m256 iy = clamp8(sy, s.lo, s.hiy);
@@ -286,29 +306,31 @@ TENSOROPS_AVX2_INLINE TapsY8 taps_y8(const TapsRow8& s, __m256 sy) {
   // (floor: iy is clamped to small values, where floor8's truncation and the rounding's floor agree; NaN, from a
   // matrix with a NaN, floors to NaN here and to -2^31 there: the taps are outside either way)
   y.y0 = _mm256_floor_ps(iy);
-  y.no = _mm256_sub_ps(iy, y.y0);
-  y.so = _mm256_sub_ps(s.a.one, y.no);
   y.yn = inside8(y.y0, s.vfh);
   y.ys = inside8(_mm256_add_ps(y.y0, s.a.one), s.vfh);
+  const __m256 no = _mm256_sub_ps(iy, y.y0);
+  y.so = _mm256_and_ps(y.yn, _mm256_sub_ps(s.a.one, no));
+  y.no = _mm256_and_ps(y.ys, no);
   return y;
 }
-// the taps of 8 outputs at source columns sx, with their rows' half
+// the taps of 8 outputs at source columns sx, with their rows' half. A weight is the product of its row's and its
+// column's distance, each +0 where that row or column is outside: the product of two non-negative finite
+// distances where the tap is inside (math/augment.h bilinear_taps' weight), else +0 (its zeroed weight).
 TENSOROPS_AVX2_INLINE Taps8 taps8(const TapsRow8& s, __m256 sx, const TapsY8& y) {
   const __m256 ix = clamp8(sx, s.lo, s.hix);
   const __m256 x0 = _mm256_floor_ps(ix);  // (as taps_y8's floor)
   const __m256 one = s.a.one;
-  const __m256 we = _mm256_sub_ps(ix, x0), ea = _mm256_sub_ps(one, we);
-  const __m256 x1 = _mm256_add_ps(x0, one);
-  const __m256 xw = inside8(x0, s.vfw), xe = inside8(x1, s.vfw);
-  const __m256 k[4] = {_mm256_and_ps(y.yn, xw), _mm256_and_ps(y.yn, xe), _mm256_and_ps(y.ys, xw),
-                       _mm256_and_ps(y.ys, xe)};
-  const __m256 w[4] = {_mm256_mul_ps(y.so, ea), _mm256_mul_ps(y.so, we), _mm256_mul_ps(y.no, ea),
-                       _mm256_mul_ps(y.no, we)};
+  const __m256 xw = inside8(x0, s.vfw), xe = inside8(_mm256_add_ps(x0, one), s.vfw);
+  const __m256 d = _mm256_sub_ps(ix, x0);
+  const __m256 we = _mm256_and_ps(xe, d), ea = _mm256_and_ps(xw, _mm256_sub_ps(one, d));
+  const __m256 xa = _mm256_or_ps(xw, xe);
   Taps8 tp;
-  for (int q = 0; q < 4; ++q) {
-    tp.k[q] = _mm256_castps_si256(k[q]);
-    tp.w[q] = _mm256_and_ps(k[q], w[q]);  // the weight where inside, else +0
-  }
+  tp.k[0] = _mm256_castps_si256(_mm256_and_ps(y.yn, xa));
+  tp.k[1] = _mm256_castps_si256(_mm256_and_ps(y.ys, xa));
+  tp.w[0] = _mm256_mul_ps(y.so, ea);
+  tp.w[1] = _mm256_mul_ps(y.so, we);
+  tp.w[2] = _mm256_mul_ps(y.no, ea);
+  tp.w[3] = _mm256_mul_ps(y.no, we);
   tp.tx = _mm256_cvttps_epi32(x0);
   tp.ty = _mm256_cvttps_epi32(y.y0);
   return tp;
@@ -322,6 +344,27 @@ __attribute__((target("avx2,fma"))) int64_t bilinear_affine_avx2(const float* tt
   const TapsRow8 s = taps_row8(tt, i, r.H, r.W, fused);
   int64_t t = 0;
   __m256 sx, sy;
+  if (r.pairs) {
+    for (; t + 8 <= m; t += 8) {
+      affine_source8(s.a, j0 + t, sx, sy);
+      bilinear8_avx2(r, t, taps8(s, sx, taps_y8(s, sy)), false, true);
+    }
+    for (; t < m; ++t) {  // the tail: math/augment.h's taps and sums, the taps read from the pair planes
+      float ix, iy;
+      augment::affine_source(tt, i, j0 + t, r.H, r.W, ix, iy, fused);
+      const augment::Taps tp = augment::bilinear_taps(ix, iy, r.H, r.W);
+      const bool any = tp.k0 || tp.k1 || tp.k2 || tp.k3;
+      const int64_t e = 2 * ((static_cast<int64_t>(tp.y0) + 1) * r.W + static_cast<int64_t>(tp.x0));
+      const float mask = augment::add_rn(augment::add_rn(augment::add_rn(tp.w0, tp.w1), tp.w2), tp.w3);
+      for (int64_t c = 0; c < r.C; ++c) {
+        const uint8_t* q = r.planes[c] + (any ? e : 0);
+        const float v0 = any ? q[0] : 0.f, v2 = any ? q[1] : 0.f, v1 = any ? q[2] : 0.f, v3 = any ? q[3] : 0.f;
+        r.out[c][t] = augment::bilinear_finish(augment::bilinear_sum(v0, v1, v2, v3, tp.w0, tp.w1, tp.w2, tp.w3),
+                                               mask, r.has_fill, r.fill[c]);
+      }
+    }
+    return t;
+  }
   if (tt[3] == 0.f) {
     // (x-shears, translations, scales) the source row is one along the output row: every column's
     // bx * t[3] is a zero, which leaves the row's sums as they are (a zero's sign is lost at the + 1), so the
@@ -342,6 +385,40 @@ __attribute__((target("avx2,fma"))) int64_t bilinear_affine_avx2(const float* tt
 }
 #endif
 
+// The AVX2 build's pair planes (its rotations, whose taps seldom share a row): element (y, x) of a plane, y in
+// [-1, H), is the 16-bit pair of source pixels (y, x) and (y + 1, x), rows outside the image 0, so that one 32-bit
+// gather at element (y0, x0) reads an output's four taps (nw, sw, ne, se) where the padded planes take two. Element
+// (y, x) lies at byte 2 * ((y + 1) * W + x) of the plane, which has 2 bytes before it and 2 after (columns -1
+// and W read there or from the neighbouring rows: taps outside, weight 0).
+int64_t pair_plane_bytes(int64_t H, int64_t W) { return 2 * (H + 1) * W + 4; }
+
+#if TENSOROPS_CPU_AVX2
+// Source plane p (row stride sh, unit column stride) into the pair plane whose element (-1, 0) is at `out`.
+__attribute__((target("avx2"))) void pair_plane_avx2(const uint8_t* p, int64_t sh, int64_t H, int64_t W,
+                                                     uint8_t* out) {
+  std::memset(out - 2, 0, 2);
+  std::memset(out + 2 * (H + 1) * W, 0, 2);
+  for (int64_t y = -1; y < H; ++y) {
+    const uint8_t* top = y >= 0 ? p + y * sh : nullptr;
+    const uint8_t* bottom = y + 1 < H ? p + (y + 1) * sh : nullptr;
+    uint8_t* o = out + 2 * (y + 1) * W;
+    int64_t x = 0;
+    for (; x + 32 <= W; x += 32) {
+      const __m256i a = top ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(top + x)) : _mm256_setzero_si256();
+      const __m256i b = bottom ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bottom + x))
+                               : _mm256_setzero_si256();
+      const __m256i lo = _mm256_unpacklo_epi8(a, b), hi = _mm256_unpackhi_epi8(a, b);  // (within 128-bit halves)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 2 * x), _mm256_permute2x128_si256(lo, hi, 0x20));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 2 * x + 32), _mm256_permute2x128_si256(lo, hi, 0x31));
+    }
+    for (; x < W; ++x) {
+      o[2 * x] = top ? top[x] : 0;
+      o[2 * x + 1] = bottom ? bottom[x] : 0;
+    }
+  }
+}
+#endif
+
 // Whether this build has a vector bilinear row (AVX-512, AVX2): the planes are then copied padded for its gathers.
 bool bilinear_row_fast() {
 #if TENSOROPS_CPU_AVX2
@@ -356,14 +433,14 @@ bool bilinear_row_fast() {
 // many it did. 0 elsewhere.
 int64_t bilinear_affine_row(const float* tt, int64_t i, int64_t j0, int64_t m, bool fused,
                             const uint8_t* const* planes, uint8_t* const* out, int64_t C, int64_t H, int64_t W,
-                            bool has_fill, const float* fill) {
+                            bool has_fill, const float* fill, bool pairs) {
 #if TENSOROPS_CPU_AVX2
   if (cpu_isa_level() != 1) return 0;
-  const BilinearRow r{planes, out, C, W, H, nullptr, nullptr, nullptr, nullptr, has_fill, fill};
+  const BilinearRow r{planes, out, C, W, H, nullptr, nullptr, nullptr, nullptr, has_fill, fill, pairs};
   return bilinear_affine_avx2(tt, i, j0, m, fused, r);
 #else
   (void)tt, (void)i, (void)j0, (void)m, (void)fused, (void)planes, (void)out, (void)C, (void)H, (void)W;
-  (void)has_fill, (void)fill;
+  (void)has_fill, (void)fill, (void)pairs;
   return 0;
 #endif
 }

@@ -23,7 +23,19 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
   // bytes on both sides (a gather reads a 32-bit word at a tap pair's byte offset, from one byte before the image)
   std::vector<uint8_t> own;  // (images past thread_scratch's size)
   uint8_t* padded = nullptr;
-  if ((sm.ival != 0 ? bilinear_row_fast() : kAvx2Taps) && H * W + 8 < (int64_t{1} << 31)) {
+  // the AVX2 build's bilinear rows whose source row changes along the row (rotations): pair planes instead
+  // (augment_bilinear_simd.h pair_plane_avx2), which take one gather per channel where the padded take two
+  const bool pairs = kAvx2Taps && sm.ival != 0 && sm.t[3] != 0.f && x.sw == 1 &&
+                     pair_plane_bytes(H, W) < (int64_t{1} << 31);
+  const int64_t pair_bytes = pair_plane_bytes(H, W);
+#if TENSOROPS_CPU_AVX2
+  if constexpr (kAvx2Taps)
+    if (pairs) {
+      padded = thread_scratch(own, static_cast<size_t>(C * pair_bytes));
+      for (int64_t c = 0; c < C; ++c) pair_plane_avx2(x.p + c * x.sc, x.sh, H, W, padded + c * pair_bytes + 2);
+    }
+#endif
+  if (!pairs && (sm.ival != 0 ? bilinear_row_fast() : kAvx2Taps) && H * W + 8 < (int64_t{1} << 31)) {
     // 4 bytes before each plane and 4 after, and 16 more at the end (the AVX2 rows read 16 bytes from a tap)
     padded = thread_scratch(own, static_cast<size_t>(C * (H * W + 8) + 16));
     std::memset(padded + C * (H * W + 8), 0, 16);
@@ -55,7 +67,7 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
       uint8_t* rows[3] = {nullptr, nullptr, nullptr};
       if (padded != nullptr)
         for (int64_t c = 0; c < C; ++c) {
-          planes[c] = padded + c * (H * W + 8) + 4;
+          planes[c] = pairs ? padded + c * pair_bytes + 2 : padded + c * (H * W + 8) + 4;
           rows[c] = y.sw == 1 ? y.p + c * y.sc + i * y.sh + j0 : res[c];
         }
       if (sm.ival == 0) {  // nearest
@@ -120,7 +132,7 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
 #if TENSOROPS_CPU_AVX2
         if constexpr (kAvx2Taps)
           if (padded != nullptr)
-            start = bilinear_affine_row(tt, i, j0, m, kFusedGrid, planes, rows, C, H, W, has_fill, fills);
+            start = bilinear_affine_row(tt, i, j0, m, kFusedGrid, planes, rows, C, H, W, has_fill, fills, pairs);
 #endif
         for (int64_t t = start; t < m; ++t) {
           float ix, iy;
