@@ -28,14 +28,21 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
   const bool pairs = kAvx2Taps && sm.ival != 0 && sm.t[3] != 0.f && x.sw == 1 &&
                      pair_plane_bytes(H, W) < (int64_t{1} << 31);
   const int64_t pair_bytes = pair_plane_bytes(H, W);
+  // the AVX2 build's nearest of 3 channels: the image interleaved (augment_nearest_simd.h rgbx_avx2), one gather
+  // for the three
+  const bool rgbx = kAvx2Taps && sm.ival == 0 && C == 3 && x.sw == 1 && 4 * H * W < (int64_t{1} << 31);
 #if TENSOROPS_CPU_AVX2
-  if constexpr (kAvx2Taps)
+  if constexpr (kAvx2Taps) {
     if (pairs) {
       padded = thread_scratch(own, static_cast<size_t>(C * pair_bytes));
       for (int64_t c = 0; c < C; ++c) pair_plane_avx2(x.p + c * x.sc, x.sh, H, W, padded + c * pair_bytes + 2);
+    } else if (rgbx) {
+      padded = thread_scratch(own, static_cast<size_t>(4 * H * W));
+      rgbx_avx2(x.p, x.p + x.sc, x.p + 2 * x.sc, x.sh, H, W, reinterpret_cast<uint32_t*>(padded));
     }
+  }
 #endif
-  if (!pairs && (sm.ival != 0 ? bilinear_row_fast() : kAvx2Taps) && H * W + 8 < (int64_t{1} << 31)) {
+  if (!pairs && !rgbx && (sm.ival != 0 ? bilinear_row_fast() : kAvx2Taps) && H * W + 8 < (int64_t{1} << 31)) {
     // 4 bytes before each plane and 4 after, and 16 more at the end (the AVX2 rows read 16 bytes from a tap)
     padded = thread_scratch(own, static_cast<size_t>(C * (H * W + 8) + 16));
     std::memset(padded + C * (H * W + 8), 0, 16);
@@ -67,7 +74,7 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
       uint8_t* rows[3] = {nullptr, nullptr, nullptr};
       if (padded != nullptr)
         for (int64_t c = 0; c < C; ++c) {
-          planes[c] = pairs ? padded + c * pair_bytes + 2 : padded + c * (H * W + 8) + 4;
+          planes[c] = pairs ? padded + c * pair_bytes + 2 : rgbx ? padded : padded + c * (H * W + 8) + 4;
           rows[c] = y.sw == 1 ? y.p + c * y.sc + i * y.sh + j0 : res[c];
         }
       if (sm.ival == 0) {  // nearest
@@ -75,7 +82,7 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
 #if TENSOROPS_CPU_AVX2
         if constexpr (kAvx2Taps)
           if (padded != nullptr) {
-            start = nearest_affine_row(tt, i, j0, m, kFusedGrid, planes, rows, C, H, W, fill_u8);
+            start = nearest_affine_row(tt, i, j0, m, kFusedGrid, planes, rows, C, H, W, fill_u8, rgbx);
             if (y.sw != 1)
               for (int64_t c = 0; c < C; ++c)
                 for (int64_t t = 0; t < start; ++t) y.p[c * y.sc + i * y.sh + (j0 + t) * y.sw] = res[c][t];
