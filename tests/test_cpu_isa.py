@@ -99,8 +99,9 @@ for layout, ims, dim in (("chw", imgs, -3), ("hwc", [im.permute(1, 2, 0).contigu
         ims, mean, std, size=(11, 23), boxes=boxes, dim=dim, interpolation="bicubic")  # negative taps, clamped
 
 # tensorops.augment: every op of apply_ops, both layouts, 1 and 3 channels; affine nearest and bilinear with and
-# without fill at angles whose taps stay on one row pair per 16 outputs (shear along x, translations: AVX-512
-# VBMI's permute path) and angles whose taps do not (the gathers); mix
+# without fill at angles whose taps stay on one row pair per 8 outputs (shear along x, translations: the AVX2
+# rows' byte-shuffle windows, the source row computed once per row) and angles whose taps do not (the gathers,
+# from pair planes for rotations); nearest of 1 channel (the padded plane) and 3 (the interleaved image); mix
 from tensorops.augment import functional as AF
 
 mags = {"brightness": 1.6, "contrast": 0.3, "saturation": 1.9, "hue": -0.3, "sharpness": 0.1, "posterize": 3.0,

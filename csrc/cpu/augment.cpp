@@ -51,14 +51,15 @@ uint8_t* thread_scratch(std::vector<uint8_t>& own, size_t n) {
 #include "augment_nearest_simd.h"
 #undef TENSOROPS_AVX2_INLINE
 
-// kAvx2Taps: the AVX2 build runs whole rows of 8 bilinear outputs with their taps in registers
-// (bilinear_affine_row); the other builds, and the AVX2 build's tails, run the portable taps loop, which GCC
-// vectorizes in every build.
+// kAvx2Taps: the AVX2 and AVX-512 builds run the affine rows 8 outputs at a time with their source points in
+// registers (augment_bilinear_simd.h, augment_nearest_simd.h: AVX2 code, which measured at least as fast as the
+// AVX-512 build's own 16-wide rows on an AVX-512 CPU); the baseline builds, and those rows' tails, run the portable
+// loops, which GCC vectorizes in every build.
 // kAvx2Pointwise: the x86 vector builds run brightness, contrast and autocontrast through pointwise_row_avx2
 // sharpness's inner pixels through sharpen_row_avx2, saturation and hue through saturation_row_avx2 and
 // hue_row_avx2.
 TENSOROPS_AVX512_BUILD
-constexpr bool kAvx2Taps = false;
+constexpr bool kAvx2Taps = true;
 constexpr bool kAvx2Pointwise = true;
 #include "augment_loops.h"
 TENSOROPS_AVX2_BUILD

@@ -1,26 +1,18 @@
-// tensorops.augment's bilinear affine rows with x86 vector instructions (AVX-512, AVX-512 VBMI, AVX2; the AVX2 rows
-// with their taps in registers). Included once by augment.cpp, inside its namespace, after augment_avx2.h.
+// tensorops.augment's bilinear affine rows with AVX2 (the AVX2 and AVX-512 builds: AVX-512's own 16-wide rows
+// measured no faster than these): 8 outputs at a time, their taps computed in registers (taps8) and read by
+// byte shuffles of one 16-byte window per row where the 8 outputs' taps lie on one row pair (shears along x,
+// translations), else by gathers: one per channel from pair planes (rotations, pair_plane_avx2), two from the
+// padded planes. Then math/augment.h's bilinear_sum and bilinear_finish as vector operations, rounded as they
+// round (fp-contract is off: fused only where written). Included once by augment.cpp, inside its namespace,
+// after augment_avx2.h.
 // NOLINTBEGIN
-
-// Bilinear affine's tap reads and arithmetic, 16 outputs at a time (AVX-512): each pair of horizontal taps read as
-// one 32-bit word at the left tap's byte offset in a plane padded by 4 bytes on both sides (taps outside: value 0),
-// then math/augment.h's bilinear_sum and bilinear_finish as vector operations, rounded as they round (fp-contract
-// is off in this file: fused only where written), the tail through those functions themselves. With AVX-512 VBMI,
-// 16 outputs whose taps sit on one source row pair within 64 bytes (shears along x, translations: every chunk;
-// small rotations: some) read two 64-byte windows and pick their taps with byte permutes instead of gathers (the
-// same bytes: a gather costs as much as a dozen permutes on the CPUs measured).
 #if TENSOROPS_CPU_AVX2
-#define TENSOROPS_BILINEAR_ISA "avx2,fma,avx512f,avx512bw,avx512vl,avx512dq"
-
-// (g++ 12's headers start some AVX-512 intrinsics from an undefined vector: false may-be-uninitialized warnings)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 struct BilinearRow {
-  const uint8_t* const* planes;  // C padded planes
+  const uint8_t* const* planes;  // C padded planes (or pair planes: pairs)
   uint8_t* const* out;           // C output rows (unit stride)
   int64_t C, W, H;
-  const int32_t* tx;
-  const int32_t* ty;
+  const int32_t* tx;  // bilinear_row_avx2's taps from arrays: the north-west tap, whether each tap is inside,
+  const int32_t* ty;  // the weights
   const uint8_t* const* ok;
   const float* const* wt;
   bool has_fill;
@@ -28,52 +20,7 @@ struct BilinearRow {
   bool pairs = false;  // the planes are pair planes (pair_plane_avx2)
 };
 
-// The taps of outputs t..t+15 from their tap masks k: the 4 values per channel, v[c][q]
-struct Taps16 {
-  __mmask16 k[4];
-  __m512 w[4];
-};
-
-__attribute__((target(TENSOROPS_BILINEAR_ISA), always_inline)) inline void bilinear_taps16(const BilinearRow& r,
-                                                                                      int64_t t, Taps16& tp) {
-  const __m128i zero8 = _mm_setzero_si128();
-  for (int q = 0; q < 4; ++q) {
-    tp.k[q] = _mm_cmpneq_epi8_mask(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r.ok[q] + t)), zero8);
-    tp.w[q] = _mm512_loadu_ps(r.wt[q] + t);
-  }
-}
-
-// one 32-bit word per tap pair (nw, ne at o; sw, se at o + W), loaded where either tap is inside; each tap's byte
-// kept where that tap is inside, else 0 (the plane has 4 readable bytes before and after it)
-__attribute__((target(TENSOROPS_BILINEAR_ISA), always_inline)) inline void bilinear_gather(const uint8_t* plane,
-                                                                                      __m512i o, __m512i vw,
-                                                                                      const Taps16& tp, __m512* v) {
-  const __m512i byte = _mm512_set1_epi32(0xFF), zero = _mm512_setzero_si512();
-  for (int p = 0; p < 2; ++p) {
-    const __m512i word = _mm512_mask_i32gather_epi32(zero, static_cast<__mmask16>(tp.k[2 * p] | tp.k[2 * p + 1]),
-                                                     p ? _mm512_add_epi32(o, vw) : o, plane, 1);
-    v[2 * p] = _mm512_cvtepi32_ps(_mm512_maskz_and_epi32(tp.k[2 * p], word, byte));
-    v[2 * p + 1] = _mm512_cvtepi32_ps(_mm512_maskz_and_epi32(tp.k[2 * p + 1], _mm512_srli_epi32(word, 8), byte));
-  }
-}
-
-// bilinear_sum and bilinear_finish of 16 outputs, stored as bytes
-__attribute__((target(TENSOROPS_BILINEAR_ISA), always_inline)) inline void bilinear_store(const Taps16& tp,
-                                                                                     const __m512* v, bool has_fill,
-                                                                                     float fill, uint8_t* out) {
-  const __m512 magic = _mm512_set1_ps(12582912.f), lo = _mm512_setzero_ps(), hi = _mm512_set1_ps(255.f);
-  __m512 sum = _mm512_fmadd_ps(v[3], tp.w[3],
-                               _mm512_fmadd_ps(v[2], tp.w[2], _mm512_fmadd_ps(v[1], tp.w[1], _mm512_mul_ps(v[0], tp.w[0]))));
-  if (has_fill) {
-    const __m512 vf = _mm512_set1_ps(fill);
-    const __m512 mask = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(tp.w[0], tp.w[1]), tp.w[2]), tp.w[3]);
-    sum = _mm512_add_ps(_mm512_mul_ps(_mm512_sub_ps(sum, vf), mask), vf);
-  }
-  __m512 q = _mm512_sub_ps(_mm512_add_ps(sum, magic), magic);  // round half to even (augment.h round_even)
-  q = _mm512_min_ps(_mm512_max_ps(q, lo), hi);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(q)));
-}
-
+// outputs t..m - 1 from the taps' arrays, one at a time (the padded planes)
 void bilinear_tail(const BilinearRow& r, int64_t t, int64_t m) {
   for (; t < m; ++t) {
     const int64_t o = static_cast<int64_t>(r.ty[t]) * r.W + r.tx[t];
@@ -88,70 +35,6 @@ void bilinear_tail(const BilinearRow& r, int64_t t, int64_t m) {
     }
   }
 }
-
-__attribute__((target(TENSOROPS_BILINEAR_ISA))) void bilinear_row_avx512(const BilinearRow& r, int64_t m) {
-  const __m512i vw = _mm512_set1_epi32(static_cast<int32_t>(r.W));
-  int64_t t = 0;
-  for (; t + 16 <= m; t += 16) {
-    Taps16 tp;
-    bilinear_taps16(r, t, tp);
-    const __m512i o = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_loadu_si512(r.ty + t), vw),
-                                       _mm512_loadu_si512(r.tx + t));
-    for (int64_t c = 0; c < r.C; ++c) {
-      __m512 v[4];
-      bilinear_gather(r.planes[c], o, vw, tp, v);
-      bilinear_store(tp, v, r.has_fill, r.fill[c], r.out[c] + t);
-    }
-  }
-  bilinear_tail(r, t, m);
-}
-
-__attribute__((target(TENSOROPS_BILINEAR_ISA ",avx512vbmi"))) void bilinear_row_vbmi(const BilinearRow& r, int64_t m) {
-  const __m512i vw = _mm512_set1_epi32(static_cast<int32_t>(r.W));
-  const __m512i byte = _mm512_set1_epi32(0xFF), one = _mm512_set1_epi32(1);
-  int64_t t = 0;
-  for (; t + 16 <= m; t += 16) {
-    Taps16 tp;
-    bilinear_taps16(r, t, tp);
-    const __m512i vx = _mm512_loadu_si512(r.tx + t), vy = _mm512_loadu_si512(r.ty + t);
-    const int32_t y0 = _mm512_reduce_min_epi32(vy), x0 = _mm512_reduce_min_epi32(vx);
-    if (y0 == _mm512_reduce_max_epi32(vy) && _mm512_reduce_max_epi32(vx) - x0 <= 62) {
-      // rows y0 and y0 + 1 (a row outside the image is read clamped: its taps are masked off), 64 bytes from x0,
-      // masked to the padded plane (masked-off bytes are not read)
-      const __m512i a_idx = _mm512_sub_epi32(vx, _mm512_set1_epi32(x0)), b_idx = _mm512_add_epi32(a_idx, one);
-      int64_t start[2];
-      __mmask64 in[2];
-      for (int p = 0; p < 2; ++p) {
-        const int64_t row = std::min<int64_t>(std::max<int64_t>(y0 + p, 0), r.H - 1);
-        start[p] = row * r.W + x0;
-        const int64_t first = std::max<int64_t>(-4 - start[p], 0), last = std::min<int64_t>(r.H * r.W + 4 - start[p], 64);
-        in[p] = first >= last ? 0 : ((last >= 64 ? ~__mmask64{0} : (__mmask64{1} << last) - 1) &
-                                     ~((__mmask64{1} << first) - 1));
-      }
-      for (int64_t c = 0; c < r.C; ++c) {
-        __m512 v[4];
-        for (int p = 0; p < 2; ++p) {
-          const __m512i window = _mm512_maskz_loadu_epi8(in[p], r.planes[c] + start[p]);
-          v[2 * p] = _mm512_cvtepi32_ps(_mm512_maskz_and_epi32(tp.k[2 * p], _mm512_permutexvar_epi8(a_idx, window),
-                                                                byte));
-          v[2 * p + 1] = _mm512_cvtepi32_ps(
-              _mm512_maskz_and_epi32(tp.k[2 * p + 1], _mm512_permutexvar_epi8(b_idx, window), byte));
-        }
-        bilinear_store(tp, v, r.has_fill, r.fill[c], r.out[c] + t);
-      }
-    } else {
-      const __m512i o = _mm512_add_epi32(_mm512_mullo_epi32(vy, vw), vx);
-      for (int64_t c = 0; c < r.C; ++c) {
-        __m512 v[4];
-        bilinear_gather(r.planes[c], o, vw, tp, v);
-        bilinear_store(tp, v, r.has_fill, r.fill[c], r.out[c] + t);
-      }
-    }
-  }
-  bilinear_tail(r, t, m);
-}
-#pragma GCC diagnostic pop
-#undef TENSOROPS_BILINEAR_ISA
 
 // The taps of 8 outputs in registers: the north-west tap's column and row, whether any tap of the north pair and
 // of the south pair is inside (all ones), each tap's weight (+0 outside).
@@ -385,7 +268,7 @@ __attribute__((target("avx2,fma"))) int64_t bilinear_affine_avx2(const float* tt
 }
 #endif
 
-// The AVX2 build's pair planes (its rotations, whose taps seldom share a row): element (y, x) of a plane, y in
+// The AVX2 rows' pair planes (rotations, whose taps seldom share a row): element (y, x) of a plane, y in
 // [-1, H), is the 16-bit pair of source pixels (y, x) and (y + 1, x), rows outside the image 0, so that one 32-bit
 // gather at element (y0, x0) reads an output's four taps (nw, sw, ne, se) where the padded planes take two. Element
 // (y, x) lies at byte 2 * ((y + 1) * W + x) of the plane, which has 2 bytes before it and 2 after (columns -1
@@ -419,7 +302,8 @@ __attribute__((target("avx2"))) void pair_plane_avx2(const uint8_t* p, int64_t s
 }
 #endif
 
-// Whether this build has a vector bilinear row (AVX-512, AVX2): the planes are then copied padded for its gathers.
+// Whether the AVX2 bilinear rows run (the AVX2 and AVX-512 builds on a CPU with AVX2): the planes are then copied,
+// padded or as pair planes, for their windows and gathers.
 bool bilinear_row_fast() {
 #if TENSOROPS_CPU_AVX2
   static const bool on = cpu_isa_level() >= 1;
@@ -429,13 +313,13 @@ bool bilinear_row_fast() {
 #endif
 }
 
-// The AVX2 build's row of outputs j0 + [0, m) of row i with the taps in registers (bilinear_affine_avx2); returns how
-// many it did. 0 elsewhere.
+// The row of outputs j0 + [0, m) of row i with the taps in registers (bilinear_affine_avx2) where the AVX2 rows run;
+// returns how many it did (all of them from pair planes). 0 elsewhere.
 int64_t bilinear_affine_row(const float* tt, int64_t i, int64_t j0, int64_t m, bool fused,
                             const uint8_t* const* planes, uint8_t* const* out, int64_t C, int64_t H, int64_t W,
                             bool has_fill, const float* fill, bool pairs) {
 #if TENSOROPS_CPU_AVX2
-  if (cpu_isa_level() != 1) return 0;
+  if (cpu_isa_level() < 1) return 0;
   const BilinearRow r{planes, out, C, W, H, nullptr, nullptr, nullptr, nullptr, has_fill, fill, pairs};
   return bilinear_affine_avx2(tt, i, j0, m, fused, r);
 #else
@@ -450,9 +334,7 @@ void bilinear_row(const uint8_t* const* planes, uint8_t* const* out, int64_t C, 
                   bool has_fill, const float* fill) {
 #if TENSOROPS_CPU_AVX2
   const BilinearRow r{planes, out, C, W, H, tx, ty, ok, wt, has_fill, fill};
-  if (cpu_vbmi()) bilinear_row_vbmi(r, m);
-  else if (cpu_isa_level() == 2) bilinear_row_avx512(r, m);
-  else bilinear_row_avx2(r, m);
+  bilinear_row_avx2(r, m);
 #else
   (void)planes, (void)out, (void)C, (void)H, (void)W, (void)tx, (void)ty, (void)ok, (void)wt, (void)m;
   (void)has_fill, (void)fill;

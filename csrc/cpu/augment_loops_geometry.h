@@ -19,18 +19,19 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
   alignas(64) int32_t tap_x[kChunk], tap_y[kChunk];
   alignas(64) uint8_t res[3][kChunk];
   alignas(64) uint8_t tv[4][kChunk];  // the baseline build's bilinear: one channel's tap values
-  // bilinear with AVX-512 or AVX2 gathers, nearest with AVX2's: each plane copied once, contiguous and padded by 4
-  // bytes on both sides (a gather reads a 32-bit word at a tap pair's byte offset, from one byte before the image)
+  // Where the AVX2 rows run (kAvx2Taps), the image copied once into a per-thread buffer, `padded`, for their
+  // windows and gathers: each plane contiguous and padded by 4 bytes on both sides (a gather reads a 32-bit word at
+  // a tap pair's byte offset, from one byte before the image); for bilinear rows whose source row changes along the
+  // row (rotations) pair planes instead (augment_bilinear_simd.h pair_plane_avx2: one gather per channel where the
+  // padded planes take two); for nearest of 3 channels the image interleaved (augment_nearest_simd.h rgbx_avx2:
+  // one gather for the three).
   std::vector<uint8_t> own;  // (images past thread_scratch's size)
   uint8_t* padded = nullptr;
-  // the AVX2 build's bilinear rows whose source row changes along the row (rotations): pair planes instead
-  // (augment_bilinear_simd.h pair_plane_avx2), which take one gather per channel where the padded take two
-  const bool pairs = kAvx2Taps && sm.ival != 0 && sm.t[3] != 0.f && x.sw == 1 &&
+  const bool rows_fast = kAvx2Taps && bilinear_row_fast();
+  const bool pairs = rows_fast && sm.ival != 0 && sm.t[3] != 0.f && x.sw == 1 &&
                      pair_plane_bytes(H, W) < (int64_t{1} << 31);
   const int64_t pair_bytes = pair_plane_bytes(H, W);
-  // the AVX2 build's nearest of 3 channels: the image interleaved (augment_nearest_simd.h rgbx_avx2), one gather
-  // for the three
-  const bool rgbx = kAvx2Taps && sm.ival == 0 && C == 3 && x.sw == 1 && 4 * H * W < (int64_t{1} << 31);
+  const bool rgbx = rows_fast && sm.ival == 0 && C == 3 && x.sw == 1 && 4 * H * W < (int64_t{1} << 31);
 #if TENSOROPS_CPU_AVX2
   if constexpr (kAvx2Taps) {
     if (pairs) {
@@ -42,7 +43,7 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
     }
   }
 #endif
-  if (!pairs && !rgbx && (sm.ival != 0 ? bilinear_row_fast() : kAvx2Taps) && H * W + 8 < (int64_t{1} << 31)) {
+  if (!pairs && !rgbx && rows_fast && H * W + 8 < (int64_t{1} << 31)) {
     // 4 bytes before each plane and 4 after, and 16 more at the end (the AVX2 rows read 16 bytes from a tap)
     padded = thread_scratch(own, static_cast<size_t>(C * (H * W + 8) + 16));
     std::memset(padded + C * (H * W + 8), 0, 16);
@@ -78,7 +79,7 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
           rows[c] = y.sw == 1 ? y.p + c * y.sc + i * y.sh + j0 : res[c];
         }
       if (sm.ival == 0) {  // nearest
-        int64_t start = 0;  // outputs [0, start) written by the AVX2 build's vector row
+        int64_t start = 0;  // outputs [0, start) written by the AVX2 rows
 #if TENSOROPS_CPU_AVX2
         if constexpr (kAvx2Taps)
           if (padded != nullptr) {
@@ -135,7 +136,7 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
         float fills[3] = {0.f, 0.f, 0.f};
         if (has_fill)
           for (int64_t c = 0; c < C; ++c) fills[c] = fill[c];
-        int64_t start = 0;  // outputs [0, start) written with their taps in registers (the AVX2 build)
+        int64_t start = 0;  // outputs [0, start) written with their taps in registers (the AVX2 rows)
 #if TENSOROPS_CPU_AVX2
         if constexpr (kAvx2Taps)
           if (padded != nullptr)
@@ -156,7 +157,7 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
           ok[2][t] = tp.k2;
           ok[3][t] = tp.k3;
         }
-        if (padded != nullptr) {  // AVX-512 or AVX2: 16 or 8 outputs at a time from the padded planes
+        if (padded != nullptr) {  // the AVX2 rows' tail, from the padded planes
           if (start < m) {
             const uint8_t* oks[4] = {ok[0] + start, ok[1] + start, ok[2] + start, ok[3] + start};
             const float* wts[4] = {wt[0] + start, wt[1] + start, wt[2] + start, wt[3] + start};

@@ -1,4 +1,4 @@
-// tensorops.augment's nearest affine rows with AVX2 (the AVX2 build): 8 outputs at a time, their source points
+// tensorops.augment's nearest affine rows with AVX2 (the AVX2 and AVX-512 builds): 8 outputs at a time, their source points
 // computed in registers (augment_avx2.h affine_source8) and rounded as math/augment.h's round_even rounds them,
 // the 8 pixels read by masked gathers (outputs outside the image keep the fill and read nothing): of 3 channels,
 // one gather from the image interleaved once per sample (rgbx_avx2: a pixel's 3 bytes in a 32-bit word); of 1, from
@@ -88,13 +88,13 @@ __attribute__((target("avx2,fma"))) int64_t nearest_affine_avx2(const float* tt,
 }
 #endif
 
-// The AVX2 build's nearest row of outputs j0 + [0, m) of row i (nearest_affine_avx2); returns how many it did. 0
-// elsewhere (the AVX-512 build's portable loop vectorizes with its masked gathers; the baseline has none).
+// The nearest row of outputs j0 + [0, m) of row i (nearest_affine_avx2) on a CPU with AVX2; returns how many it
+// did. 0 elsewhere.
 int64_t nearest_affine_row(const float* tt, int64_t i, int64_t j0, int64_t m, bool fused,
                            const uint8_t* const* planes, uint8_t* const* out, int64_t C, int64_t H, int64_t W,
                            const uint8_t* fill, bool rgbx) {
 #if TENSOROPS_CPU_AVX2
-  if (cpu_isa_level() != 1 || C > 3) return 0;
+  if (cpu_isa_level() < 1 || C > 3) return 0;
   return nearest_affine_avx2(tt, i, j0, m, fused, planes, out, C, H, W, fill, rgbx);
 #else
   (void)tt, (void)i, (void)j0, (void)m, (void)fused, (void)planes, (void)out, (void)C, (void)H, (void)W, (void)fill;
