@@ -170,22 +170,22 @@ __attribute__((target("avx2,fma"))) int64_t hue_row_avx2(const uint8_t* r8, cons
     const __m256 range = _mm256_sub_ps(maxc, minc);
     const __m256 s = _mm256_div_ps(range, pick(eqc, one, maxc));
     const __m256 divisor = pick(eqc, one, range);
-    const __m256 rc = _mm256_div_ps(_mm256_sub_ps(maxc, r), divisor);
-    const __m256 gc = _mm256_div_ps(_mm256_sub_ps(maxc, g), divisor);
-    const __m256 bc = _mm256_div_ps(_mm256_sub_ps(maxc, b), divisor);
-    const __m256 neq_r = _mm256_cmp_ps(maxc, r, _CMP_NEQ_UQ), eq_g = eq(maxc, g);
-    // the sectors' 0/1 factors as the masks' bits of 1.0
-    const __m256 in_g = _mm256_and_ps(_mm256_and_ps(eq_g, neq_r), one), in_r = _mm256_andnot_ps(neq_r, one);
-    const __m256 in_b = _mm256_andnot_ps(eq_g, _mm256_and_ps(neq_r, one));
-    const __m256 hg = _mm256_mul_ps(_mm256_sub_ps(_mm256_add_ps(rc, two), bc), in_g);
-    const __m256 hr = _mm256_mul_ps(_mm256_sub_ps(bc, gc), in_r);
-    const __m256 hb = _mm256_mul_ps(_mm256_sub_ps(_mm256_add_ps(gc, four), rc), in_b);
-    __m256 h = _mm256_add_ps(_mm256_mul_ps(_mm256_add_ps(_mm256_add_ps(hr, hg), hb), sixth), one);
-    h = _mm256_sub_ps(h, floor8(h));
+    // The sector's term of hue: hr = bc - gc where maxc == r, else hg = (rc + 2) - bc where maxc == g, else
+    // hb = (gc + 4) - rc; the other two terms are zeros (times 0), which leave the sum as it is. Each term divides
+    // the two channels other than the sector's own (whose quotient is 0): X and Y below, two divisions, not three.
+    const __m256 sr = eq(maxc, r), sg = _mm256_andnot_ps(sr, eq(maxc, g));
+    const __m256 X = pick(sr, b, pick(sg, r, g)), Y = pick(sr, g, pick(sg, b, r));
+    const __m256 K = _mm256_or_ps(_mm256_and_ps(sg, two), _mm256_andnot_ps(_mm256_or_ps(sr, sg), four));
+    const __m256 xc = _mm256_div_ps(_mm256_sub_ps(maxc, X), divisor);
+    const __m256 yc = _mm256_div_ps(_mm256_sub_ps(maxc, Y), divisor);
+    // (xc + 0 is xc: a non-negative quotient)
+    __m256 h = _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_add_ps(xc, K), yc), sixth), one);
+    // (floors of values in [-1, 12]: the rounding's floor is floor_small's)
+    h = _mm256_sub_ps(h, _mm256_floor_ps(h));
     h = _mm256_add_ps(h, vhf);
-    h = _mm256_sub_ps(h, floor8(h));
+    h = _mm256_sub_ps(h, _mm256_floor_ps(h));
     const __m256 h6 = _mm256_mul_ps(h, six);
-    const __m256 fi = floor8(h6);
+    const __m256 fi = _mm256_floor_ps(h6);
     const __m256 f = _mm256_sub_ps(h6, fi);
     const __m256 i = pick(_mm256_cmp_ps(fi, six, _CMP_GE_OQ), _mm256_sub_ps(fi, six), fi);
     const __m256 sxf = _mm256_mul_ps(s, f), oms = _mm256_sub_ps(one, s), v = maxc;
