@@ -128,6 +128,10 @@ pil = torch.arange(len(AF.PIL_OPS)).repeat(4) + len(AF.OPS)
 pm = torch.tensor([33.0, 0.27, -0.2, 5.5, -7.25] * 4, dtype=torch.float64)
 out["pillow geometry"] = AF._apply(torch.cat([u, u])[:20], pil, pm, "bicubic", [1.0, 2.0, 3.0],
                                    torch.tensor([1] * 10 + [2] * 10), AF._ALL_OPS)
+# brightness at factors whose product with 0 is NaN (inf), which clamp_ keeps and the conversion makes 0, as torch
+bf = torch.tensor([float("inf"), 1e30, 0.0, 2.5] * 4 + [1.6] * (len(u) - 16), dtype=torch.float64)
+same("brightness inf", AF.adjust_brightness(u, bf),
+     torch.stack([x.float().mul(float(f)).clamp_(0, 255).to(torch.uint8) for x, f in zip(u, bf)]))
 chains = [torch.randint(0, 256, u.shape, dtype=torch.uint8, generator=gen) for _ in range(3)]
 w = torch.rand(u.shape[0], 4, generator=gen)
 out["mix"] = AF.mix(u, chains, w / w.sum(1, keepdim=True))

@@ -173,7 +173,10 @@ TENSOROPS_AUGMENT_INLINE uint8_t blend(float x, float other, float ratio, float 
 }
 
 // adjust_brightness_image: image.mul(factor).clamp_(0, 255).to(uint8)
-TENSOROPS_AUGMENT_INLINE uint8_t brightness(float x, float factor) { return to_u8(clamp_to(mul_rn(x, factor), 0.f, 255.f)); }
+TENSOROPS_AUGMENT_INLINE uint8_t brightness(float x, float factor) {
+  const float v = mul_rn(x, factor);
+  return to_u8(v > 255.f ? 255.f : v);
+}
 
 // solarize_image: where(image >= threshold, 255 - image, image), the comparison in float32
 TENSOROPS_AUGMENT_INLINE uint8_t solarize(int x, float threshold) {
