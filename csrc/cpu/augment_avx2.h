@@ -1,6 +1,6 @@
 // tensorops.augment's AVX2 vector helpers (x86 builds with AVX2 code in them: TENSOROPS_CPU_AVX2), for the
-// colour, bilinear and nearest rows of augment_colour_simd.h, augment_bilinear_simd.h and augment_nearest_simd.h. Included once by augment.cpp,
-// inside its namespace: no includes of its own.
+// colour, bilinear and nearest rows of augment_colour_simd.h, augment_bilinear_simd.h and augment_nearest_simd.h.
+// Included once by augment.cpp, inside its namespace: no includes of its own.
 // NOLINTBEGIN
 #if TENSOROPS_CPU_AVX2
 #define TENSOROPS_AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) inline

@@ -44,10 +44,9 @@ struct Taps8 {
   __m256 w[4];
 };
 
-// The same 8 outputs at a time with AVX2's gathers (vector masks instead of mask registers): each tap pair's
-// 32-bit word where either tap is inside, each tap's byte kept where it is inside, bilinear_sum and
-// bilinear_finish in the AVX-512 path's order (fp-contract off: fused where written), the tail as it is there.
-// Outputs t..t+7 of the row from their taps.
+// Outputs t..t+7 of the row from their taps: the taps' bytes by a window's byte shuffles, or each tap pair's 32-bit
+// word gathered where either tap is inside (a tap outside has weight 0), then bilinear_sum and bilinear_finish in
+// math/augment.h's order (fp-contract off: fused where written).
 // same_row: the taps' rows are known to be one (bilinear_affine_avx2's rows whose source row is constant).
 // pairs: the planes are pair planes (pair_plane_avx2): one gather per channel reads all four taps.
 TENSOROPS_AVX2_INLINE void bilinear8_avx2(const BilinearRow& r, int64_t t, const Taps8& tp, bool same_row = false,
@@ -221,7 +220,7 @@ TENSOROPS_AVX2_INLINE Taps8 taps8(const TapsRow8& s, __m256 sx, const TapsY8& y)
 
 // Outputs j0 + [0, m) of row i, 8 at a time, the taps computed in registers and used at once (no arrays between
 // the two: 2-5% faster than storing the taps and reading them back, measured on rotate and AugMix); returns how
-// many it did (the rest: the portable taps loop into arrays, then bilinear_row).
+// many it did (from pair planes all of them; else the rest: the portable taps loop into arrays, then bilinear_row).
 __attribute__((target("avx2,fma"))) int64_t bilinear_affine_avx2(const float* tt, int64_t i, int64_t j0, int64_t m,
                                                                  bool fused, const BilinearRow& r) {
   const TapsRow8 s = taps_row8(tt, i, r.H, r.W, fused);

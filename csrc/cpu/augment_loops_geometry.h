@@ -28,9 +28,8 @@ void affine_op(const augment::Sample& sm, const View& x, const Dest& y, int64_t 
   std::vector<uint8_t> own;  // (images past thread_scratch's size)
   uint8_t* padded = nullptr;
   const bool rows_fast = kAvx2Taps && bilinear_row_fast();
-  const bool pairs = rows_fast && sm.ival != 0 && sm.t[3] != 0.f && x.sw == 1 &&
-                     pair_plane_bytes(H, W) < (int64_t{1} << 31);
   const int64_t pair_bytes = pair_plane_bytes(H, W);
+  const bool pairs = rows_fast && sm.ival != 0 && sm.t[3] != 0.f && x.sw == 1 && pair_bytes < (int64_t{1} << 31);
   const bool rgbx = rows_fast && sm.ival == 0 && C == 3 && x.sw == 1 && 4 * H * W < (int64_t{1} << 31);
 #if TENSOROPS_CPU_AVX2
   if constexpr (kAvx2Taps) {

@@ -1,9 +1,9 @@
-// tensorops.augment's nearest affine rows with AVX2 (the AVX2 and AVX-512 builds): 8 outputs at a time, their source points
-// computed in registers (augment_avx2.h affine_source8) and rounded as math/augment.h's round_even rounds them,
-// the 8 pixels read by masked gathers (outputs outside the image keep the fill and read nothing): of 3 channels,
-// one gather from the image interleaved once per sample (rgbx_avx2: a pixel's 3 bytes in a 32-bit word); of 1, from
-// the plane augment_loops_geometry.h copies padded. Included once by augment.cpp, inside its namespace, after
-// augment_avx2.h.
+// tensorops.augment's nearest affine rows with AVX2 (the AVX2 and AVX-512 builds): 8 outputs at a time, their
+// source points computed in registers (augment_avx2.h affine_source8) and rounded as math/augment.h's round_even
+// rounds them, the 8 pixels read by masked gathers (outputs outside the image keep the fill and read nothing): of
+// 3 channels, one gather from the image interleaved once per sample (rgbx_avx2: a pixel's 3 bytes in a 32-bit
+// word); of 1, from the plane augment_loops_geometry.h copies padded. Included once by augment.cpp, inside its
+// namespace, after augment_avx2.h.
 // NOLINTBEGIN
 #if TENSOROPS_CPU_AVX2
 // Planes r, g, b (row stride sh, unit column stride) interleaved into 32-bit words r | g << 8 | b << 16, row
@@ -22,8 +22,9 @@ __attribute__((target("avx2"))) void rgbx_avx2(const uint8_t* r, const uint8_t* 
       // (unpacks work within 128-bit halves: pixels 0-7 | 16-23 and 8-15 | 24-31, then four each)
       const __m256i rg_lo = _mm256_unpacklo_epi8(vr, vg), rg_hi = _mm256_unpackhi_epi8(vr, vg);
       const __m256i b_lo = _mm256_unpacklo_epi8(vb, zero), b_hi = _mm256_unpackhi_epi8(vb, zero);
-      const __m256i p0 = _mm256_unpacklo_epi16(rg_lo, b_lo), p1 = _mm256_unpackhi_epi16(rg_lo, b_lo);  // 0-3|16-19, 4-7|20-23
-      const __m256i p2 = _mm256_unpacklo_epi16(rg_hi, b_hi), p3 = _mm256_unpackhi_epi16(rg_hi, b_hi);  // 8-11|24-27, 12-15|28-31
+      // p0..p3: pixels 0-3|16-19, 4-7|20-23, 8-11|24-27, 12-15|28-31
+      const __m256i p0 = _mm256_unpacklo_epi16(rg_lo, b_lo), p1 = _mm256_unpackhi_epi16(rg_lo, b_lo);
+      const __m256i p2 = _mm256_unpacklo_epi16(rg_hi, b_hi), p3 = _mm256_unpackhi_epi16(rg_hi, b_hi);
       __m256i* q = reinterpret_cast<__m256i*>(o + j);
       _mm256_storeu_si256(q, _mm256_permute2x128_si256(p0, p1, 0x20));
       _mm256_storeu_si256(q + 1, _mm256_permute2x128_si256(p2, p3, 0x20));
