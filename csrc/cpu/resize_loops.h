@@ -104,6 +104,35 @@ void store_planes(const acc_t* __restrict x, out_t* __restrict y, int64_t ys, in
   }
 }
 
+#if TENSOROPS_CPU_AVX2
+// One block of 8 outputs of the planar horizontal pass in the AVX2 build (vpermps permutes one register): a tap's
+// two-register permute is two vpermps and a blend on bit 3 of the index (shifted into the sign bit). The kC
+// channels go together: each tap's index, blend mask and weights serve them all, and their kC multiply-add
+// chains overlap (a channel at a time waited on each chain's latency). `fit2`: every tap's pixels lie in the 16
+// from b, tap k's index is idx + k; else tap k reads the 16 from b + k at idx (AxisTaps::blocks).
+template <int kC>
+inline void block8_avx2(const float* __restrict b, int64_t vs, float* __restrict o, int64_t os,
+                        const int32_t* __restrict idx, const float* __restrict wk, int64_t K, bool fit2) {
+  __m256 acc[kC];
+  for (int c = 0; c < kC; ++c) acc[c] = _mm256_setzero_ps();
+  __m256i ik = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx));
+  const __m256i step = fit2 ? _mm256_set1_epi32(1) : _mm256_setzero_si256();
+  const int64_t shift = fit2 ? 0 : 1;  // tap k's pixels from b + k * shift
+  for (int64_t k = 0; k < K; ++k) {
+    const __m256 m = _mm256_castsi256_ps(_mm256_slli_epi32(ik, 28));
+    const __m256 wv = _mm256_loadu_ps(wk + k * 8);
+    const float* bk = b + k * shift;
+    for (int c = 0; c < kC; ++c) {
+      const __m256 lo = _mm256_permutevar8x32_ps(_mm256_loadu_ps(bk + c * vs), ik);
+      const __m256 hi = _mm256_permutevar8x32_ps(_mm256_loadu_ps(bk + c * vs + 8), ik);
+      acc[c] = _mm256_fmadd_ps(wv, _mm256_blendv_ps(lo, hi, m), acc[c]);
+    }
+    ik = _mm256_add_epi32(ik, step);
+  }
+  for (int c = 0; c < kC; ++c) _mm256_storeu_ps(o + c * os, acc[c]);
+}
+#endif
+
 // The planar horizontal pass (AVX-512 and AVX2 builds, float): kC channels' rows (channel c at v + c * vs,
 // zero-padded 32 past its span) to w outputs each (at o + c * os, padded to whole blocks of 16), a block of VW
 // outputs at a time (AxisTaps::blocks; VW = kPermuteWidth, one register). The channels share each tap's weights
@@ -118,22 +147,16 @@ void horizontal_planar(const acc_t* __restrict v, int64_t vs, acc_t* __restrict 
   const int64_t K = X.K, nb = (w + VW - 1) / VW;
   for (int64_t bk = 0; bk < nb; ++bk) {
     const int64_t j0 = bk * VW;
-    if (X.blk_fit[bk] == 2 && VW == 8) {  // AVX2's 16 registers: a channel at a time (all at once spilled)
-      IV idx;
-      std::memcpy(&idx, X.blk_idx.data() + j0, sizeof(IV));
-      const acc_t* wk = X.blk_w.data() + bk * K * VW;
-      for (int c = 0; c < kC; ++c) {
-        FV lo, hi, acc = FV{};
-        std::memcpy(&lo, v + c * vs + X.blk_base[bk], sizeof(FV));
-        std::memcpy(&hi, v + c * vs + X.blk_base[bk] + VW, sizeof(FV));
-        for (int64_t k = 0; k < K; ++k) {
-          FV wv;
-          std::memcpy(&wv, wk + k * VW, sizeof(FV));
-          acc += wv * __builtin_shuffle(lo, hi, idx + int32_t(k));
-        }
-        std::memcpy(o + c * os + j0, &acc, sizeof(FV));
+#if TENSOROPS_CPU_AVX2
+    if constexpr (VW == 8 && std::is_same_v<acc_t, float>) {
+      if (X.blk_fit[bk] != 0) {
+        block8_avx2<kC>(v + X.blk_base[bk], vs, o + j0, os, X.blk_idx.data() + j0, X.blk_w.data() + bk * K * VW, K,
+                        X.blk_fit[bk] == 2);
+        continue;
       }
-    } else if (X.blk_fit[bk] == 2) {  // every tap's pixels in the 2 * VW from blk_base: two registers a channel
+    }
+#endif
+    if (X.blk_fit[bk] == 2) {  // every tap's pixels in the 2 * VW from blk_base: two registers a channel
       FV lo[kC], hi[kC], acc[kC];
       for (int c = 0; c < kC; ++c) {
         std::memcpy(&lo[c], v + c * vs + X.blk_base[bk], sizeof(FV));
@@ -293,7 +316,7 @@ void rows_pass(const Plan<out_t, acc_t>& P, int64_t begin, int64_t end) {
     const int64_t y0 = T.y.base + T.y.first[i];
     // vertical pass: HWC images with the channels innermost as one run of span * C values, else per channel
     // (3 channels into planes for the planar horizontal pass: split as they are summed)
-    constexpr bool kSplit3 = kPlanar && kPermute16 && kC == 3;
+    constexpr bool kSplit3 = kPlanar && kC == 3;
     const int64_t y_last = T.y.base + T.y.span - 1;  // the rows to prefetch: the two after this row's last tap
     const int64_t ya[2] = {std::min(y0 + K, y_last), std::min(y0 + K + 1, y_last)};
     const in_t* ahead[2];

@@ -55,6 +55,29 @@ inline FV loadv(const in_t* p) {
       return r;
     }
 #endif
+    if constexpr (kVecFloats == 4 && std::is_same_v<in_t, uint8_t>) {
+      // the baseline build (SSE2, and NEON on aarch64): 4 bytes widened by two interleaves with zero (punpcklbw
+      // and punpcklwd; zip1 twice) and converted as one vector (one by one, the conversions made this pass 4x
+      // the horizontal one's time)
+      typedef uint8_t B16 __attribute__((vector_size(16)));
+      typedef uint16_t H8 __attribute__((vector_size(16)));
+      typedef int32_t I4 __attribute__((vector_size(16)));
+      uint32_t x;
+      std::memcpy(&x, p, sizeof(x));
+      const I4 x4 = {static_cast<int32_t>(x), 0, 0, 0};
+      B16 b;
+      std::memcpy(&b, &x4, sizeof(b));
+      b = __builtin_shuffle(b, B16{}, B16{0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23});
+      H8 h;
+      std::memcpy(&h, &b, sizeof(h));
+      h = __builtin_shuffle(h, H8{}, H8{0, 8, 1, 9, 2, 10, 3, 11});
+      I4 i;
+      std::memcpy(&i, &h, sizeof(i));
+      typedef float F4 __attribute__((vector_size(16)));
+      const F4 f = __builtin_convertvector(i, F4);
+      std::memcpy(&r, &f, sizeof(f));
+      return r;
+    }
     float t[kVecFloats];
     for (int i = 0; i < kVecFloats; ++i) t[i] = static_cast<float>(p[i]);
     std::memcpy(&r, t, sizeof(r));
@@ -107,13 +130,45 @@ void vertical(const in_t* const* rows, const acc_t* w, int64_t K, int64_t L, int
 }
 
 // The vertical pass of 3 interleaved channels (HWC rows, n pixels) straight into 3 planes `ps` apart (the
-// AVX-512 build's planar horizontal pass reads planes): 16 pixels a step, their 48 values accumulated in three
-// vectors, then split into one vector per channel by two-register permutes (two per channel).
+// planar horizontal pass of the AVX-512 and AVX2 builds reads planes): AVX-512, 16 pixels a step, their 48 values
+// accumulated in three vectors, then split into one vector per channel by two-register permutes (two per
+// channel); AVX2 below.
 template <typename in_t, typename acc_t>
 void vertical_planes3(const in_t* const* rows, const acc_t* w, int64_t K, int64_t n, acc_t* __restrict p,
                       int64_t ps, const in_t* const* ahead) {
   int64_t t = 0;
-  if constexpr (std::is_same_v<acc_t, float>) {
+#if TENSOROPS_CPU_AVX2
+  if constexpr (std::is_same_v<acc_t, float> && kVecFloats == 8) {
+    // AVX2: 8 pixels a step (24 values in three vectors). Each channel's 8 values sit in distinct lanes of the
+    // three (channel 0: lanes 0, 3, 6 of a, 1, 4, 7 of b, 2, 5 of c), so two blends gather them into one vector
+    // and one vpermps puts them in pixel order.
+    const __m256i p0 = _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5);
+    const __m256i p1 = _mm256_setr_epi32(1, 4, 7, 2, 5, 0, 3, 6);
+    const __m256i p2 = _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7);
+    for (; t + 8 <= n; t += 8) {
+      prefetch_ahead(ahead, t * 3);
+      FV a = {}, b = {}, c = {};
+      for (int64_t k = 0; k < K; ++k) {
+        const float wk = w[k];
+        const in_t* r = rows[k] + t * 3;
+        a += wk * loadv(r);
+        b += wk * loadv(r + 8);
+        c += wk * loadv(r + 16);
+      }
+      __m256 va, vb, vc;
+      std::memcpy(&va, &a, sizeof(va));
+      std::memcpy(&vb, &b, sizeof(vb));
+      std::memcpy(&vc, &c, sizeof(vc));
+      const __m256 x0 = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(va, vb, 0x92), vc, 0x24), p0);
+      const __m256 x1 = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(va, vb, 0x24), vc, 0x49), p1);
+      const __m256 x2 = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(va, vb, 0x49), vc, 0x92), p2);
+      _mm256_storeu_ps(p + t, x0);
+      _mm256_storeu_ps(p + ps + t, x1);
+      _mm256_storeu_ps(p + 2 * ps + t, x2);
+    }
+  }
+#endif
+  if constexpr (std::is_same_v<acc_t, float> && kVecFloats == 16) {
     typedef int32_t M __attribute__((vector_size(64)));
     // channel c of pixel q (lane q) is value 3q + c of the 48: first from a|b (lanes 0-31), then the rest from c
     constexpr M ab0 = {0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 0, 0, 0, 0, 0};

@@ -153,8 +153,8 @@ struct Plan {
 };
 
 // ---- inner loops, built for AVX-512, for AVX2+FMA and for baseline x86-64 (cpu_isa.h) --------------------
-// kPermute16: the build has 16-float registers and a two-register permute (AVX-512: stream stores, the 3-channel
-// vertical pass into planes). kPermuteWidth: the floats of one register that the planar horizontal pass permutes
+// kPermute16: the build has 16-float registers and a two-register permute (AVX-512: stream stores, 16 pixels a
+// step in the 3-channel vertical pass into planes). kPermuteWidth: the floats of one register that the planar horizontal pass permutes
 // (16 AVX-512, 8 AVX2 with vpermps; 0: the baseline build, whose SSE2 has no variable permute, runs the
 // interleaved pass).
 TENSOROPS_AVX512_BUILD
