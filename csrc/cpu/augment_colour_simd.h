@@ -5,7 +5,8 @@
 // NOLINTBEGIN
 
 // y[j] = lut[x[j]] for a unit-stride row: 64 bytes per step with AVX-512 VBMI's byte permutes (two 128-entry
-// halves, picked by the top bit), where the CPU has them and the AVX-512 build is in use; else one at a time.
+// halves, picked by the top bit), where the CPU has them and the AVX-512 build is in use; else 8 bytes a step
+// (one 64-bit load and store, the lookups by shifts: the same bytes on either endianness).
 #if TENSOROPS_CPU_AVX2
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void lut_row_vbmi(const uint8_t* x, uint8_t* y, int64_t n,
                                                                          const uint8_t* lut) {
@@ -29,7 +30,14 @@ void lut_row(const uint8_t* x, uint8_t* y, int64_t n, const uint8_t* lut) {
     return;
   }
 #endif
-  for (int64_t j = 0; j < n; ++j) y[j] = lut[x[j]];
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {  // 8 bytes in one load and one store, each looked up from its shift
+    uint64_t v, o = 0;
+    std::memcpy(&v, x + j, sizeof(v));
+    for (int b = 0; b < 8; ++b) o |= static_cast<uint64_t>(lut[(v >> (8 * b)) & 255]) << (8 * b);
+    std::memcpy(y + j, &o, sizeof(o));
+  }
+  for (; j < n; ++j) y[j] = lut[x[j]];
 }
 
 #if TENSOROPS_CPU_AVX2

@@ -193,7 +193,11 @@ inline void lut_op(const augment::Sample& sm, const View& x, const Dest& y, int6
     }
   }
   const bool same_for_channels = sm.op != augment::kEqualize && sm.op != augment::kAutocontrast;
-  if (sm.op != augment::kEqualize && (planar || (pixel_rows && same_for_channels))) {
+  // The baseline builds look contrast and autocontrast up in their tables (256 values computed, then a load a
+  // byte): their 128-bit float loops (SSE2, NEON) cost more a byte than the lookup (contrast: 2x)
+  const bool by_table = sm.op == augment::kEqualize ||
+                        (!kAvx2Pointwise && (sm.op == augment::kContrast || sm.op == augment::kAutocontrast));
+  if (!by_table && (planar || (pixel_rows && same_for_channels))) {
     if (planar) {
       const bool whole = x.sh == W && y.sh == W;  // each plane one row of H * W
       for (int64_t c = 0; c < C; ++c)
@@ -208,6 +212,10 @@ inline void lut_op(const augment::Sample& sm, const View& x, const Dest& y, int6
   if (sm.op != augment::kEqualize)
     for (int64_t c = 0; c < C; ++c)
       for (int v = 0; v < 256; ++v) lut[c][v] = augment::lut_entry<kHardFma>(sm, v, mean, lo[c], hi[c]);
+  if (pixel_rows && same_for_channels) {  // one table for every channel: a row of W * C values
+    for (int64_t i = 0; i < H; ++i) lut_row(x.p + i * x.sh, y.p + i * y.sh, W * C, lut[0]);
+    return;
+  }
   for (int64_t c = 0; c < C; ++c) {
     const uint8_t* t = lut[c];
     for (int64_t i = 0; i < H; ++i) {
