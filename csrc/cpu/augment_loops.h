@@ -4,6 +4,11 @@
 // NOLINTBEGIN
 
 inline void copy_image(const View& x, const Dest& y, int64_t C, int64_t H, int64_t W) {
+  const bool same = x.sc == y.sc && x.sh == y.sh && x.sw == y.sw;
+  if (same && ((x.sw == 1 && x.sh == W && x.sc == H * W) || (x.sc == 1 && x.sw == C && x.sh == W * C))) {
+    std::memcpy(y.p, x.p, static_cast<size_t>(C * H * W));  // both dense in the same layout (NCHW, NHWC)
+    return;
+  }
   for (int64_t c = 0; c < C; ++c)
     for (int64_t i = 0; i < H; ++i) {
       const uint8_t* xr = x.p + c * x.sc + i * x.sh;
@@ -54,14 +59,21 @@ inline void apply_sample(const augment::Sample& sm, const View& x, const Dest& y
 inline void erase_sample(const View& x, const Dest& y, int64_t C, int64_t H, int64_t W, const int64_t* box,
                          const uint8_t* value, const View* source) {
   copy_image(x, y, C, H, W);
+  // the strides in locals: the byte stores could otherwise alias the views, reloaded at every store
+  const int64_t ysw = y.sw, j0 = box[1], j1 = box[3];
+  const size_t len = j1 > j0 ? static_cast<size_t>(j1 - j0) : 0;
+  const int64_t ssw = source != nullptr ? source->sw : 0;
   for (int64_t c = 0; c < C; ++c)
     for (int64_t i = box[0]; i < box[2]; ++i) {
       uint8_t* yr = y.p + c * y.sc + i * y.sh;
       if (source != nullptr) {
         const uint8_t* sr = source->p + c * source->sc + i * source->sh;
-        for (int64_t j = box[1]; j < box[3]; ++j) yr[j * y.sw] = sr[j * source->sw];
+        if (ysw == 1 && ssw == 1) std::memcpy(yr + j0, sr + j0, len);
+        else for (int64_t j = j0; j < j1; ++j) yr[j * ysw] = sr[j * ssw];
       } else {
-        for (int64_t j = box[1]; j < box[3]; ++j) yr[j * y.sw] = value[c];
+        const uint8_t v = value[c];
+        if (ysw == 1) std::memset(yr + j0, v, len);
+        else for (int64_t j = j0; j < j1; ++j) yr[j * ysw] = v;
       }
     }
 }
