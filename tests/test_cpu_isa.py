@@ -132,6 +132,11 @@ out["pillow geometry"] = AF._apply(torch.cat([u, u])[:20], pil, pm, "bicubic", [
 bf = torch.tensor([float("inf"), 1e30, 0.0, 2.5] * 4 + [1.6] * (len(u) - 16), dtype=torch.float64)
 same("brightness inf", AF.adjust_brightness(u, bf),
      torch.stack([x.float().mul(float(f)).clamp_(0, 255).to(torch.uint8) for x, f in zip(u, bf)]))
+# solarize, which compares bytes with the threshold's ceiling: thresholds between, at and below the byte values
+st = torch.tensor([0.0, 0.5, 1.0, 127.3, 128.0, 254.9, 255.0, -3.0, float("-inf"), 1e-30, 254.0] * 2,
+                  dtype=torch.float64)[: len(u)]
+same("solarize thresholds", AF.solarize(u[: len(st)], st),
+     torch.stack([torch.where(x.float() >= float(t), 255 - x, x) for x, t in zip(u, st)]))
 chains = [torch.randint(0, 256, u.shape, dtype=torch.uint8, generator=gen) for _ in range(3)]
 w = torch.rand(u.shape[0], 4, generator=gen)
 out["mix"] = AF.mix(u, chains, w / w.sum(1, keepdim=True))
