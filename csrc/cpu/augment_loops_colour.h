@@ -124,9 +124,18 @@ TENSOROPS_COLOUR_LOOP inline void row_sharpen(const uint8_t* __restrict up, cons
 #if TENSOROPS_CPU_AVX2
   if constexpr (kAvx2Pointwise) j0 = sharpen_row_avx2(up, xr, dn, yr, w, alpha);
 #endif
-  for (int64_t j = j0; j < w - 1; ++j) {
-    const int sum8 = up[j - 1] + up[j] + up[j + 1] + xr[j - 1] + xr[j + 1] + dn[j - 1] + dn[j] + dn[j + 1];
-    yr[j] = augment::sharpen<kHardFma>(xr[j], sum8, alpha);
+  // a chunk at a time: the blur in 16-bit integers (8 or 16 a vector), then the float blend (4 or 8): in one loop
+  // GCC widened everything to the floats' 32 bits
+  constexpr int64_t kChunk = 256;
+  uint16_t bl[kChunk];
+  for (int64_t c0 = j0; c0 < w - 1; c0 += kChunk) {
+    const int64_t m = std::min(kChunk, w - 1 - c0);
+    const uint8_t *u = up + c0, *x = xr + c0, *d = dn + c0;
+    for (int64_t j = 0; j < m; ++j) {
+      const int sum8 = u[j - 1] + u[j] + u[j + 1] + x[j - 1] + x[j + 1] + d[j - 1] + d[j] + d[j + 1];
+      bl[j] = augment::sharpen_blur(x[j], sum8);
+    }
+    for (int64_t j = 0; j < m; ++j) yr[c0 + j] = augment::sharpen_apply<kHardFma>(x[j], bl[j], alpha);
   }
   yr[w - 1] = xr[w - 1];
 }

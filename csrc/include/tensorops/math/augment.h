@@ -256,12 +256,21 @@ TENSOROPS_AUGMENT_INLINE void hue(uint8_t ri, uint8_t gi, uint8_t bi, float hue_
 // x + (1 - factor) * (blurred - x). The blur's float32 sum is (sum8 + 5 * centre) / 13 within a few ulps and an
 // integer over 13 is never within 1/26 of a half, so its rounding is exact from integers: whatever order the
 // convolution sums in, round() gives floor((2 * S + 13) / 26).
+// S is at most 13 * 255 and 2 * S + 13 at most 6,643: 16-bit arithmetic (GCC's loops then divide 8 at a time,
+// by a multiply-high).
+TENSOROPS_AUGMENT_INLINE uint16_t sharpen_blur(int centre, int sum8) {
+  const uint16_t s = static_cast<uint16_t>(sum8 + 5 * centre);
+  const uint16_t v = static_cast<uint16_t>(2 * s + 13);
+  return static_cast<uint16_t>(v / 26);
+}
 template <bool kHardFma = true>
-TENSOROPS_AUGMENT_INLINE uint8_t sharpen(int centre, int sum8, float alpha) {
-  const int s = sum8 + 5 * centre;
-  const int blurred = (2 * s + 13) / 26;
+TENSOROPS_AUGMENT_INLINE uint8_t sharpen_apply(int centre, int blurred, float alpha) {
   const float x = static_cast<float>(centre);
   return to_u8(clamp_to(fma_rn<kHardFma>(sub_rn(static_cast<float>(blurred), x), alpha, x), 0.f, 255.f));
+}
+template <bool kHardFma = true>
+TENSOROPS_AUGMENT_INLINE uint8_t sharpen(int centre, int sum8, float alpha) {
+  return sharpen_apply<kHardFma>(centre, sharpen_blur(centre, sum8), alpha);
 }
 
 // ---- the table ops -----------------------------------------------------------------------------------------
