@@ -34,7 +34,9 @@ LOOPS = [
     ("csrc/cpu/augment_loops_colour.h", "y[j] = augment::blend<kHardFma>(static_cast<float>(x[j]), mean, f, a)"),
     ("csrc/cpu/augment_loops_colour.h", "y[j] = augment::autocontrast("),
     ("csrc/cpu/augment_loops_colour.h", "y[j] = x[j] & m;"),
-    ("csrc/cpu/augment_loops_colour.h", "const int sum8 = up[j - 1]"),  # sharpness
+    ("csrc/cpu/augment_loops_colour.h", "y[j] = x[j] >= tb ? static_cast<uint8_t>(255 - x[j]) : x[j];"),  # solarize
+    ("csrc/cpu/augment_loops_colour.h", "bl[j] = augment::sharpen_blur(x[j], sum8);"),  # sharpness's blur
+    ("csrc/cpu/augment_loops_colour.h", "yr[c0 + j] = augment::sharpen_apply<kHardFma>(x[j], bl[j], alpha);"),
     ("csrc/cpu/augment_loops_colour.h", "augment::hue(r[j], g[j], b[j], hf, ro, go, bo);"),
     ("csrc/cpu/augment_loops_colour.h", "yr[j] = augment::blend<kHardFma>(R, gray, f0, f1);"),  # saturation
     ("csrc/cpu/normalize_loops.h", "y[t] = math::cast_out<out_t>(value(t));"),
