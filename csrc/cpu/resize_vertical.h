@@ -129,70 +129,70 @@ void vertical(const in_t* const* rows, const acc_t* w, int64_t K, int64_t L, int
   }
 }
 
-// The vertical pass of 3 interleaved channels (HWC rows, n pixels) straight into 3 planes `ps` apart (the
-// planar horizontal pass of the AVX-512 and AVX2 builds reads planes): AVX-512, 16 pixels a step, their 48 values
-// accumulated in three vectors, then split into one vector per channel by two-register permutes (two per
-// channel); AVX2 below.
-template <typename in_t, typename acc_t>
-void vertical_planes3(const in_t* const* rows, const acc_t* w, int64_t K, int64_t n, acc_t* __restrict p,
-                      int64_t ps, const in_t* const* ahead) {
-  int64_t t = 0;
-#if TENSOROPS_CPU_AVX2
-  if constexpr (std::is_same_v<acc_t, float> && kVecFloats == 8) {
-    // AVX2: 8 pixels a step (24 values in three vectors). Each channel's 8 values sit in distinct lanes of the
-    // three (channel 0: lanes 0, 3, 6 of a, 1, 4, 7 of b, 2, 5 of c), so two blends gather them into one vector
-    // and one vpermps puts them in pixel order.
-    const __m256i p0 = _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5);
-    const __m256i p1 = _mm256_setr_epi32(1, 4, 7, 2, 5, 0, 3, 6);
-    const __m256i p2 = _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7);
-    for (; t + 8 <= n; t += 8) {
-      prefetch_ahead(ahead, t * 3);
-      FV a = {}, b = {}, c = {};
-      for (int64_t k = 0; k < K; ++k) {
-        const float wk = w[k];
-        const in_t* r = rows[k] + t * 3;
-        a += wk * loadv(r);
-        b += wk * loadv(r + 8);
-        c += wk * loadv(r + 16);
-      }
-      __m256 va, vb, vc;
-      std::memcpy(&va, &a, sizeof(va));
-      std::memcpy(&vb, &b, sizeof(vb));
-      std::memcpy(&vc, &c, sizeof(vc));
-      const __m256 x0 = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(va, vb, 0x92), vc, 0x24), p0);
-      const __m256 x1 = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(va, vb, 0x24), vc, 0x49), p1);
-      const __m256 x2 = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(va, vb, 0x49), vc, 0x92), p2);
-      _mm256_storeu_ps(p + t, x0);
-      _mm256_storeu_ps(p + ps + t, x1);
-      _mm256_storeu_ps(p + 2 * ps + t, x2);
-    }
-  }
-#endif
-  if constexpr (std::is_same_v<acc_t, float> && kVecFloats == 16) {
+// The three vectors of 3 * kVecFloats interleaved values (kVecFloats pixels) as one vector per channel.
+// AVX-512: two two-register permutes a channel (channel c of pixel q, lane q, is value 3q + c of the 48: first from
+// a|b, lanes 0-31, then the rest from c). AVX2: each channel's 8 values sit in distinct lanes of the three
+// (channel 0: lanes 0, 3, 6 of a, 1, 4, 7 of b, 2, 5 of c), so two blends gather them into one vector and one
+// vpermps puts them in pixel order.
+// (V: this build's FV, a template parameter so that only this build's branch is compiled)
+template <typename V>
+inline void split3(const V& a, const V& b, const V& c, V& x0, V& x1, V& x2) {
+  if constexpr (sizeof(V) == 64) {
     typedef int32_t M __attribute__((vector_size(64)));
-    // channel c of pixel q (lane q) is value 3q + c of the 48: first from a|b (lanes 0-31), then the rest from c
     constexpr M ab0 = {0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 0, 0, 0, 0, 0};
     constexpr M ab1 = {1, 4, 7, 10, 13, 16, 19, 22, 25, 28, 31, 0, 0, 0, 0, 0};
     constexpr M ab2 = {2, 5, 8, 11, 14, 17, 20, 23, 26, 29, 0, 0, 0, 0, 0, 0};
     constexpr M c0 = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 17, 20, 23, 26, 29};
     constexpr M c1 = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 18, 21, 24, 27, 30};
     constexpr M c2 = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 19, 22, 25, 28, 31};
-    for (; t + 16 <= n; t += 16) {
+    x0 = __builtin_shuffle(__builtin_shuffle(a, b, ab0), c, c0);
+    x1 = __builtin_shuffle(__builtin_shuffle(a, b, ab1), c, c1);
+    x2 = __builtin_shuffle(__builtin_shuffle(a, b, ab2), c, c2);
+  } else {
+#if TENSOROPS_CPU_AVX2
+    static_assert(sizeof(V) == 32, "split3: the AVX2 build's 8 floats");
+    __m256 va, vb, vc;
+    std::memcpy(&va, &a, sizeof(va));
+    std::memcpy(&vb, &b, sizeof(vb));
+    std::memcpy(&vc, &c, sizeof(vc));
+    const __m256 y0 = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(va, vb, 0x92), vc, 0x24),
+                                               _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5));
+    const __m256 y1 = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(va, vb, 0x24), vc, 0x49),
+                                               _mm256_setr_epi32(1, 4, 7, 2, 5, 0, 3, 6));
+    const __m256 y2 = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(va, vb, 0x49), vc, 0x92),
+                                               _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7));
+    std::memcpy(&x0, &y0, sizeof(x0));
+    std::memcpy(&x1, &y1, sizeof(x1));
+    std::memcpy(&x2, &y2, sizeof(x2));
+#endif
+  }
+}
+
+// The vertical pass of 3 interleaved channels (HWC rows, n pixels) straight into 3 planes `ps` apart (the planar
+// horizontal pass of the AVX-512 and AVX2 builds reads planes): kVecFloats pixels a step, their values accumulated
+// in three vectors, then split into one vector per channel (split3). Not in the baseline build (its horizontal
+// pass reads interleaved pixels).
+template <typename in_t, typename acc_t>
+void vertical_planes3(const in_t* const* rows, const acc_t* w, int64_t K, int64_t n, acc_t* __restrict p,
+                      int64_t ps, const in_t* const* ahead) {
+  int64_t t = 0;
+  if constexpr (std::is_same_v<acc_t, float> && kVecFloats >= 8) {
+    constexpr int V = kVecFloats;
+    for (; t + V <= n; t += V) {
       prefetch_ahead(ahead, t * 3);
-      F16 a = {}, b = {}, c = {};
+      FV a = {}, b = {}, c = {};
       for (int64_t k = 0; k < K; ++k) {
         const float wk = w[k];
         const in_t* r = rows[k] + t * 3;
-        a += wk * load16(r);
-        b += wk * load16(r + 16);
-        c += wk * load16(r + 32);
+        a += wk * loadv(r);
+        b += wk * loadv(r + V);
+        c += wk * loadv(r + 2 * V);
       }
-      const F16 x0 = __builtin_shuffle(__builtin_shuffle(a, b, ab0), c, c0);
-      const F16 x1 = __builtin_shuffle(__builtin_shuffle(a, b, ab1), c, c1);
-      const F16 x2 = __builtin_shuffle(__builtin_shuffle(a, b, ab2), c, c2);
-      std::memcpy(p + t, &x0, sizeof(F16));
-      std::memcpy(p + ps + t, &x1, sizeof(F16));
-      std::memcpy(p + 2 * ps + t, &x2, sizeof(F16));
+      FV x0, x1, x2;
+      split3<FV>(a, b, c, x0, x1, x2);
+      std::memcpy(p + t, &x0, sizeof(FV));
+      std::memcpy(p + ps + t, &x1, sizeof(FV));
+      std::memcpy(p + 2 * ps + t, &x2, sizeof(FV));
     }
   }
   for (; t < n; ++t)
